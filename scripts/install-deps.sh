@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian (bookworm) package kgpu needs to build, test and benchmark.
+# Idempotent: re-running it on a machine that has everything is quick.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git ccache
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
+  libcpp-httplib-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-yaml
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

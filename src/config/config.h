@@ -1,0 +1,120 @@
+#pragma once
+// The effective configuration: NVIDIA k8s-device-plugin's config file format (version v1) plus a
+// `kgpu:` section for kgpu-only settings. Loading (file, env, flags, precedence, validation with
+// line numbers) lives in config/loader.h; this header is the plain value every module reads.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace kgpu {
+
+enum class MigStrategy { None, Single, Mixed };
+enum class DeviceListStrategy { EnvVar, VolumeMounts, CdiAnnotations, CdiCri };
+enum class DeviceIdStrategy { Uuid, Index };
+enum class SharedAllocationPolicy { Distributed, Packed };
+enum class MigAllocationPolicy { SameParent, Spread };
+
+const char* to_string(MigStrategy);
+const char* to_string(DeviceListStrategy);
+const char* to_string(DeviceIdStrategy);
+const char* to_string(SharedAllocationPolicy);
+
+// `devices:` of a sharing entry: "all", a count, or a list of GPU indices / "i:j" / UUIDs.
+struct DeviceSelector {
+  struct All {};
+  std::variant<All, int, std::vector<std::string>> value = All{};
+  bool operator==(const DeviceSelector&) const = default;
+};
+
+struct ReplicatedResource {
+  std::string name;    // normalised: "nvidia.com/gpu"
+  std::string rename;  // normalised or empty
+  int replicas = 0;
+  DeviceSelector devices;
+  bool operator==(const ReplicatedResource&) const = default;
+};
+
+struct ReplicatedResources {
+  bool rename_by_default = false;
+  std::optional<bool> fail_requests_greater_than_one;  // unset: false for time-slicing, true for MPS
+  std::vector<ReplicatedResource> resources;
+  bool operator==(const ReplicatedResources&) const = default;
+};
+
+struct ResourcePattern {
+  std::string pattern;  // wildcard '*', anchored
+  std::string name;     // normalised
+  bool operator==(const ResourcePattern&) const = default;
+};
+
+// XID handling; see health/ for the semantics.
+enum class XidAction { Ignore, MarkUnhealthy, MarkUnhealthyUntilReset };
+
+struct HealthConfig {
+  bool enabled = true;          // DP_DISABLE_HEALTHCHECKS=all turns this off
+  bool xids_enabled = true;     // DP_DISABLE_HEALTHCHECKS=xids turns this off
+  std::vector<uint64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
+  std::map<uint64_t, XidAction> xid_actions;  // per-XID overrides, applied after the ignore list
+  bool recovery_enabled = true;
+  uint32_t recovery_probe_interval_ms = 5000;  // first re-probe; backs off to the max
+  uint32_t recovery_probe_max_interval_ms = 60000;
+  uint32_t recovery_quiet_period_ms = 30000;   // healthy answers needed this long before re-advertise
+  bool operator==(const HealthConfig&) const = default;
+};
+
+struct Config {
+  // --- flags (NVIDIA names) ---
+  MigStrategy mig_strategy = MigStrategy::None;
+  bool fail_on_init_error = true;
+  std::string mps_root;
+  std::string nvidia_driver_root = "/";
+  std::string nvidia_dev_root;  // empty: same as nvidia_driver_root
+  std::string device_discovery_strategy = "auto";
+  bool gds_enabled = false;
+  bool mofed_enabled = false;
+  // plugin.*
+  bool pass_device_specs = false;
+  std::vector<DeviceListStrategy> device_list_strategy = {DeviceListStrategy::EnvVar};
+  DeviceIdStrategy device_id_strategy = DeviceIdStrategy::Uuid;
+  std::string cdi_annotation_prefix = "cdi.k8s.io/";
+  std::string nvidia_ctk_path = "/usr/bin/nvidia-ctk";
+  std::string container_driver_root = "/driver-root";
+  SharedAllocationPolicy shared_devices_allocation_policy = SharedAllocationPolicy::Distributed;
+  // gfd.*
+  bool gfd_oneshot = false;
+  bool gfd_no_timestamp = false;
+  std::string gfd_output_file = "/etc/kubernetes/node-feature-discovery/features.d/kgpu";
+  std::string gfd_machine_type_file = "/sys/class/dmi/id/product_name";
+
+  // --- resources / sharing ---
+  std::vector<ResourcePattern> gpu_resources;  // empty: {"*", "nvidia.com/gpu"}
+  std::vector<ResourcePattern> mig_resources;  // empty: defaults per strategy
+  ReplicatedResources time_slicing;
+  std::optional<ReplicatedResources> mps;
+
+  // --- CLI-only (NVIDIA) ---
+  std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
+  std::string config_file;
+
+  // --- kgpu: section ---
+  std::string sysfs_root = "/sys";
+  std::string proc_root = "/proc";
+  std::string cdi_spec_dir = "/var/run/cdi";
+  std::string cdi_kind = "k8s.device-plugin.nvidia.com/gpu";
+  std::string metrics_addr;  // empty: off
+  MigAllocationPolicy mig_allocation_policy = MigAllocationPolicy::SameParent;
+  HealthConfig health;
+  std::vector<std::string> backends = {"auto"};  // auto | nvidia | amd | intel | generic
+  bool labels_enabled = false;
+  bool keep_labels_on_exit = false;
+
+  bool operator==(const Config&) const = default;
+
+  std::string dev_root() const { return nvidia_dev_root.empty() ? nvidia_driver_root : nvidia_dev_root; }
+  bool has_strategy(DeviceListStrategy s) const;
+};
+
+}  // namespace kgpu
