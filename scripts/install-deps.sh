@@ -10,6 +10,7 @@ packages=(
   libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-yaml
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
 )
 
 missing=()

@@ -29,6 +29,19 @@ const char* to_string(SharedAllocationPolicy p) {
   return p == SharedAllocationPolicy::Distributed ? "distributed" : "packed";
 }
 
+const char* to_string(MigAllocationPolicy p) {
+  return p == MigAllocationPolicy::SameParent ? "same-parent" : "spread";
+}
+
+const char* to_string(XidAction a) {
+  switch (a) {
+    case XidAction::Ignore: return "ignore";
+    case XidAction::MarkUnhealthy: return "mark-unhealthy";
+    case XidAction::MarkUnhealthyUntilReset: return "mark-unhealthy-until-reset";
+  }
+  return "unknown";
+}
+
 bool Config::has_strategy(DeviceListStrategy s) const {
   return std::find(device_list_strategy.begin(), device_list_strategy.end(), s) !=
          device_list_strategy.end();

@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "sysfs/generic_group.h"  // GenericDeviceGroup: plain value type, no sysfs code
+
 namespace kgpu {
 
 enum class MigStrategy { None, Single, Mixed };
@@ -21,10 +23,13 @@ const char* to_string(MigStrategy);
 const char* to_string(DeviceListStrategy);
 const char* to_string(DeviceIdStrategy);
 const char* to_string(SharedAllocationPolicy);
+const char* to_string(MigAllocationPolicy);
 
 // `devices:` of a sharing entry: "all", a count, or a list of GPU indices / "i:j" / UUIDs.
 struct DeviceSelector {
-  struct All {};
+  struct All {
+    bool operator==(const All&) const = default;
+  };
   std::variant<All, int, std::vector<std::string>> value = All{};
   bool operator==(const DeviceSelector&) const = default;
 };
@@ -52,6 +57,7 @@ struct ResourcePattern {
 
 // XID handling; see health/ for the semantics.
 enum class XidAction { Ignore, MarkUnhealthy, MarkUnhealthyUntilReset };
+const char* to_string(XidAction);  // "ignore", "mark-unhealthy", "mark-unhealthy-until-reset"
 
 struct HealthConfig {
   bool enabled = true;          // DP_DISABLE_HEALTHCHECKS=all turns this off
@@ -75,6 +81,8 @@ struct Config {
   std::string device_discovery_strategy = "auto";
   bool gds_enabled = false;
   bool mofed_enabled = false;
+  bool gdrcopy_enabled = false;
+  bool use_node_feature_api = false;  // GFD only; accepted so NVIDIA configs load
   // plugin.*
   bool pass_device_specs = false;
   std::vector<DeviceListStrategy> device_list_strategy = {DeviceListStrategy::EnvVar};
@@ -88,12 +96,17 @@ struct Config {
   bool gfd_no_timestamp = false;
   std::string gfd_output_file = "/etc/kubernetes/node-feature-discovery/features.d/kgpu";
   std::string gfd_machine_type_file = "/sys/class/dmi/id/product_name";
+  std::string gfd_sleep_interval = "60s";  // Go duration text ("60s", "1m30s") or "infinite"
 
   // --- resources / sharing ---
   std::vector<ResourcePattern> gpu_resources;  // empty: {"*", "nvidia.com/gpu"}
   std::vector<ResourcePattern> mig_resources;  // empty: defaults per strategy
   ReplicatedResources time_slicing;
   std::optional<ReplicatedResources> mps;
+
+  // --- imex ---
+  std::vector<int> imex_channel_ids;  // [] or [0]
+  bool imex_required = false;
 
   // --- CLI-only (NVIDIA) ---
   std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
@@ -108,6 +121,7 @@ struct Config {
   MigAllocationPolicy mig_allocation_policy = MigAllocationPolicy::SameParent;
   HealthConfig health;
   std::vector<std::string> backends = {"auto"};  // auto | nvidia | amd | intel | generic
+  std::vector<GenericDeviceGroup> device_groups;  // kgpu.deviceGroups (sysfs/generic_group.h)
   bool labels_enabled = false;
   bool keep_labels_on_exit = false;
 

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Validates kgpu's deployment files without a cluster or a Docker engine (ctest runs each mode as
+# its own test; see tests/deploy/CMakeLists.txt):
+#   validate-deploy.sh static                      every deploy/static manifest against the Kubernetes schemas
+#   validate-deploy.sh helm RENDERER VALUES.yaml   render the chart with VALUES and validate every object
+#   validate-deploy.sh dockerfile                  structure and file/package checks of deploy/Dockerfile
+#   validate-deploy.sh negative RENDERER           the checkers reject known-bad inputs (they can fail)
+# Tools: node + tests/deploy/node_modules (scripts/install-deploy-deps.sh), python3, and the
+# helm-render binary built from tests/deploy/helm-render by CMake.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+deploy_tests="$root/tests/deploy"
+chart="$root/deploy/helm/kgpu"
+
+need_node_modules() {
+  if [ ! -d "$deploy_tests/node_modules/kubernetes-models" ]; then
+    echo "validate-deploy: $deploy_tests/node_modules is missing; run scripts/install-deploy-deps.sh" >&2
+    exit 1
+  fi
+}
+validate() { node "$deploy_tests/validate-manifests.js" "$@"; }
+
+# Runs a command that must fail, and whose output must contain every given text.
+expect_failure() {
+  local what="$1"; shift
+  local -a texts=()
+  while [ "$1" != "--" ]; do texts+=("$1"); shift; done
+  shift
+  local out rc=0
+  out="$("$@" 2>&1)" || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    echo "FAIL: $what: expected a failure, got success" >&2
+    echo "$out" >&2
+    return 1
+  fi
+  for t in "${texts[@]}"; do
+    if ! grep -qF -- "$t" <<<"$out"; then
+      echo "FAIL: $what: output lacks '$t':" >&2
+      echo "$out" >&2
+      return 1
+    fi
+  done
+  echo "ok: $what fails as expected"
+}
+
+mode="${1:-}"
+case "$mode" in
+  static)
+    need_node_modules
+    validate "$root"/deploy/static/*.yaml
+    # The plain manifest promises exactly one host path: the kubelet's device-plugins folder.
+    n=$(grep -c 'hostPath:' "$root/deploy/static/kgpu.yaml")
+    if [ "$n" -ne 1 ]; then
+      echo "FAIL: deploy/static/kgpu.yaml mounts $n host paths; it must mount only device-plugins" >&2
+      exit 1
+    fi
+    if grep -q 'privileged: true' "$root/deploy/static/kgpu.yaml"; then
+      echo "FAIL: deploy/static/kgpu.yaml must not be privileged" >&2
+      exit 1
+    fi
+    ;;
+  helm)
+    renderer="$2"
+    values="$3"
+    need_node_modules
+    out="$(mktemp -d)"
+    trap 'rm -rf "$out"' EXIT
+    rendered="$out/$(basename "$values")"
+    "$renderer" -f "$values" --name kgpu --namespace kube-system "$chart" > "$rendered"
+    validate "$rendered"
+    ;;
+  dockerfile)
+    python3 "$deploy_tests/lint_dockerfile.py" "$root"
+    ;;
+  negative)
+    renderer="$2"
+    need_node_modules
+    expect_failure "broken DaemonSet" "privileged must be boolean" "volumeMount missing has no volume" \
+      "no toleration for nvidia.com/gpu" -- validate "$deploy_tests/bad/broken-daemonset.yaml"
+    expect_failure "unknown kind" "unknown apiVersion/kind apps/v1/DaemonSett" -- \
+      validate "$deploy_tests/bad/unknown-kind.yaml"
+    expect_failure "ambiguous default config" "config.default is required" -- \
+      "$renderer" -f "$deploy_tests/bad/values-ambiguous-default.yaml" "$chart"
+    expect_failure "bad Dockerfile" "kgpu-no-such-package-xyz not found" "no/such/file does not exist" \
+      "non-root USER" "NVIDIA_VISIBLE_DEVICES=all" -- \
+      python3 "$deploy_tests/lint_dockerfile.py" "$root" "$deploy_tests/bad/Dockerfile"
+    ;;
+  *)
+    sed -n '2,10p' "$0" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,136 @@
+// `kgpu devices`: what the daemon would advertise on this node with this config (inventory,
+// resources, device IDs, health, NUMA), then exits. `-o json` for machines; `--prefer N` explains
+// the GetPreferredAllocation choice of N devices for each resource.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "alloc/preferred.h"
+#include "cli/command.h"
+#include "config/loader.h"
+#include "plan/plan.h"
+#include "server/node_discovery.h"
+
+namespace {
+
+struct DevicesArgs {
+  kgpu::ConfigFlags flags;
+  std::string output = "text";
+  int prefer = 0;
+};
+
+std::string gib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan) {
+  nlohmann::json j;
+  j["driverVersion"] = inv.driver_version;
+  j["gpus"] = nlohmann::json::array();
+  for (const auto& g : inv.gpus) {
+    nlohmann::json jg{{"index", g.index},       {"uuid", g.uuid},
+                      {"vendor", kgpu::to_string(g.vendor)},
+                      {"product", g.product},   {"memoryBytes", g.memory_bytes},
+                      {"pciBusId", g.pci_bus_id}, {"minor", g.minor},
+                      {"computeCapability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
+                      {"healthy", g.health.healthy}, {"migEnabled", g.mig_enabled}};
+    jg["numaNode"] = g.numa_node ? nlohmann::json(*g.numa_node) : nlohmann::json(nullptr);
+    if (!g.health.reason.empty()) jg["healthReason"] = g.health.reason;
+    for (const auto& m : g.mig_devices) jg["migDevices"].push_back({{"uuid", m.uuid}, {"profile", m.profile}});
+    j["gpus"].push_back(jg);
+  }
+  j["resources"] = nlohmann::json::array();
+  for (const auto& r : plan.resources) {
+    nlohmann::json jr{{"name", r.name}, {"sharing", kgpu::to_string(r.sharing)}, {"replicas", r.replicas}};
+    jr["devices"] = nlohmann::json::array();
+    for (const auto& d : r.devices)
+      jr["devices"].push_back({{"id", d.id}, {"health", d.healthy ? "Healthy" : "Unhealthy"}, {"numaNodes", d.numa_nodes}});
+    j["resources"].push_back(jr);
+  }
+  j["warnings"] = inv.warnings;
+  j["problems"] = plan.problems;
+  return j;
+}
+
+void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan) {
+  std::cout << "GPUs: " << inv.gpus.size();
+  if (!inv.driver_version.empty()) std::cout << " (driver " << inv.driver_version << ")";
+  std::cout << "\n";
+  for (const auto& g : inv.gpus) {
+    std::cout << "  [" << g.index << "] " << g.uuid << "  " << g.product << "  " << gib(g.memory_bytes) << "  pci "
+              << g.pci_bus_id << "  numa " << (g.numa_node ? std::to_string(*g.numa_node) : "-") << "  cc "
+              << g.cc_major << "." << g.cc_minor << (g.health.healthy ? "" : "  UNHEALTHY: " + g.health.reason)
+              << "\n";
+    for (const auto& m : g.mig_devices) std::cout << "      MIG " << m.profile << "  " << m.uuid << "\n";
+  }
+  std::cout << "Resources: " << plan.resources.size() << "\n";
+  for (const auto& r : plan.resources) {
+    size_t healthy = 0;
+    for (const auto& d : r.devices) healthy += d.healthy;
+    std::cout << "  " << r.name << ": " << r.devices.size() << " devices (" << healthy << " healthy)";
+    if (r.sharing != kgpu::SharingKind::None) std::cout << ", " << kgpu::to_string(r.sharing) << " x" << r.replicas;
+    std::cout << "\n";
+    for (const auto& d : r.devices) {
+      std::cout << "    " << d.id << "  " << (d.healthy ? "Healthy" : "Unhealthy");
+      for (auto n : d.numa_nodes) std::cout << "  numa " << n;
+      std::cout << "\n";
+    }
+  }
+  for (const auto& w : inv.warnings) std::cout << "warning: " << w << "\n";
+  for (const auto& p : plan.problems) std::cout << "problem: " << p << "\n";
+}
+
+int run_devices(const DevicesArgs& args) {
+  auto loaded = kgpu::load_config(args.flags, kgpu::process_environment(), false);
+  if (!loaded) {
+    std::cerr << "invalid configuration:\n" << loaded.error().message << "\n";
+    return 1;
+  }
+  const auto& config = loaded->config;
+  kgpu::server::NodeDiscovery discovery;
+  auto inv = discovery.discover(config);
+  if (!inv) {
+    std::cerr << "device discovery failed: " << inv.error().message << "\n";
+    return 1;
+  }
+  auto plan = kgpu::plan(config, *inv);
+  if (args.output == "json") {
+    auto j = to_json(*inv, plan);
+    if (args.prefer > 0)
+      for (size_t i = 0; i < plan.resources.size(); ++i) {
+        const auto& r = plan.resources[i];
+        std::vector<std::string> ids;
+        for (const auto& d : r.devices)
+          if (d.healthy) ids.push_back(d.id);
+        auto pick = kgpu::preferred_allocation(config, *inv, r, ids, {}, args.prefer);
+        j["resources"][i]["preferred"] = pick ? nlohmann::json(*pick) : nlohmann::json({{"error", pick.error().message}});
+      }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  print_text(*inv, plan);
+  if (args.prefer > 0) {
+    for (const auto& r : plan.resources) {
+      std::vector<std::string> ids;
+      for (const auto& d : r.devices)
+        if (d.healthy) ids.push_back(d.id);
+      std::cout << "Preferred " << args.prefer << " of " << r.name << ":\n"
+                << kgpu::explain_preferred(config, *inv, r, ids, {}, args.prefer) << "\n";
+    }
+  }
+  return 0;
+}
+
+void setup_devices(CLI::App& root) {
+  auto args = std::make_shared<DevicesArgs>();
+  auto* cmd = root.add_subcommand("devices", "Print the devices and resources the plugin would advertise");
+  kgpu::add_config_flags(*cmd, args->flags);
+  cmd->add_option("-o,--output", args->output, "text|json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--prefer", args->prefer, "Explain the preferred allocation of N devices per resource");
+  cmd->callback([args] { kgpu::cli::set_exit_code(run_devices(*args)); });
+}
+KGPU_COMMAND(setup_devices);
+
+}  // namespace

@@ -1,0 +1,114 @@
+#include "config/checks.h"
+
+#include <cctype>
+
+#include "config/settings.h"
+
+namespace kgpu::config_detail {
+namespace {
+
+class Reporter {
+ public:
+  Reporter(const CheckInput& in, std::vector<Diagnostic>& out) : in_(in), out_(out) {}
+
+  // A diagnostic placed where `key` got its value: the file position, or the env var / flag.
+  void report(Diagnostic::Severity severity, const std::string& key, std::string message) {
+    Diagnostic d{severity, in_.file, 0, 0, std::move(message)};
+    auto origin = in_.origins.find(key);
+    if (origin != in_.origins.end() && origin->second != "file" && origin->second != "default") {
+      d.file = origin->second;
+    } else if (auto p = in_.positions.find(key); p != in_.positions.end()) {
+      d.line = p->second.line;
+      d.column = p->second.column;
+    }
+    out_.push_back(std::move(d));
+  }
+  void error(const std::string& key, std::string message) {
+    report(Diagnostic::Severity::Error, key, std::move(message));
+  }
+
+ private:
+  const CheckInput& in_;
+  std::vector<Diagnostic>& out_;
+};
+
+bool valid_cdi_kind(const std::string& kind) {
+  // CDI: "<vendor>/<class>"; vendor is a DNS-like name, class alphanumerics, '-' and '_'.
+  auto slash = kind.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == kind.size()) return false;
+  std::string vendor = kind.substr(0, slash), cls = kind.substr(slash + 1);
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(vendor.front()) || !alnum(vendor.back()) || !alnum(cls.front()) || !alnum(cls.back()))
+    return false;
+  for (char c : vendor)
+    if (!alnum(c) && c != '-' && c != '.' && c != '_') return false;
+  for (char c : cls)
+    if (!alnum(c) && c != '-' && c != '_') return false;
+  return true;
+}
+
+}  // namespace
+
+bool valid_go_duration(const std::string& text) {
+  if (text == "infinite" || text == "0") return true;
+  if (parse_uint(text)) return true;  // NVIDIA also accepts a bare number of nanoseconds
+  size_t i = 0;
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  if (i == text.size()) return false;
+  while (i < text.size()) {
+    size_t digits = 0;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+      ++i;
+      ++digits;
+    }
+    if (digits == 0) return false;
+    size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    std::string unit = text.substr(unit_start, i - unit_start);
+    if (unit != "ns" && unit != "us" && unit != "ms" && unit != "s" && unit != "m" && unit != "h")
+      return false;
+  }
+  return true;
+}
+
+void check_effective_config(const CheckInput& in, std::vector<Diagnostic>& out) {
+  Reporter r(in, out);
+  const Config& c = in.config;
+
+  if (c.mps) {
+    if (c.mps_root.empty()) {
+      r.report(in.file_only ? Diagnostic::Severity::Warning : Diagnostic::Severity::Error, "sharing.mps",
+               "sharing.mps requires an MPS root: set flags.mpsRoot, MPS_ROOT or --mps-root");
+    }
+    // MPS cannot share MIG devices. Under `mixed` that concerns only the MIG resources, so only
+    // those entries are errors; MPS on the full-GPU resource stays valid.
+    if (c.mig_strategy == MigStrategy::Mixed) {
+      for (size_t i = 0; i < c.mps->resources.size(); ++i) {
+        const auto& res = c.mps->resources[i];
+        if (res.name.starts_with("nvidia.com/mig-"))
+          r.error("sharing.mps.resources[" + std::to_string(i) + "]",
+                  "MPS cannot share MIG devices: \"" + res.name +
+                      "\" is a MIG resource under migStrategy mixed (use sharing.timeSlicing)");
+      }
+    }
+  }
+  if (!valid_cdi_kind(c.cdi_kind))
+    r.error("kgpu.cdiKind", "invalid CDI kind \"" + c.cdi_kind +
+                                "\" (expected <vendor>/<class>, e.g. k8s.device-plugin.nvidia.com/gpu)");
+  if (c.has_strategy(DeviceListStrategy::CdiAnnotations) && c.cdi_annotation_prefix.empty())
+    r.error("flags.plugin.cdiAnnotationPrefix",
+            "cdiAnnotationPrefix must not be empty with the cdi-annotations strategy");
+  if (!valid_go_duration(c.gfd_sleep_interval))
+    r.error("flags.gfd.sleepInterval", "invalid duration \"" + c.gfd_sleep_interval +
+                                           "\" for gfd.sleepInterval (e.g. 60s, 1m30s, infinite)");
+  if (c.health.recovery_probe_interval_ms > c.health.recovery_probe_max_interval_ms)
+    r.error("kgpu.health.recovery.probeIntervalMs",
+            "kgpu.health.recovery.probeIntervalMs (" + std::to_string(c.health.recovery_probe_interval_ms) +
+                ") is larger than probeMaxIntervalMs (" +
+                std::to_string(c.health.recovery_probe_max_interval_ms) + ")");
+  if (c.health.recovery_enabled && c.health.recovery_probe_interval_ms == 0)
+    r.error("kgpu.health.recovery.probeIntervalMs",
+            "kgpu.health.recovery.probeIntervalMs must be at least 1 when recovery is enabled");
+}
+
+}  // namespace kgpu::config_detail

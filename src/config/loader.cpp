@@ -1,0 +1,231 @@
+// Layering: defaults, then the file, then env vars, then flags (NVIDIA's precedence), then the
+// checks that need the merged result. Every layer validates through the settings table.
+#include "config/loader.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "config/checks.h"
+#include "config/parse_context.h"
+#include "config/settings.h"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace kgpu {
+namespace {
+
+using config_detail::Setting;
+using config_detail::SettingKind;
+
+bool is_list(SettingKind kind) {
+  return kind == SettingKind::List || kind == SettingKind::UIntList || kind == SettingKind::ActionMap;
+}
+
+std::vector<std::string> text_values(const Setting& s, const std::string& text) {
+  if (is_list(s.kind)) return config_detail::split_list(text);
+  return {text};
+}
+
+// Applies one textual value (env or flag) for `s`, or reports why it cannot.
+void apply_text(const Setting& s, const std::string& text, const std::string& origin, Config& config,
+                LoadedConfig& out) {
+  auto values = text_values(s, text);
+  if (auto problem = config_detail::check_values(s, values)) {
+    out.diagnostics.push_back({Diagnostic::Severity::Error, origin, 0, 0, *problem});
+    return;
+  }
+  s.apply(config, values);
+  out.origins[s.key] = origin;
+}
+
+// DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS, with NVIDIA's meanings: "all", "xids", or
+// XIDs to add to (disable) or remove from (enable) the ignore list.
+void apply_health_env(const std::map<std::string, std::string>& env, Config& config, LoadedConfig& out) {
+  auto bad = [&](const std::string& name, const std::string& item) {
+    out.diagnostics.push_back({Diagnostic::Severity::Error, "env " + name, 0, 0,
+                               "invalid value \"" + item + "\" (valid: all, xids, or XID numbers)"});
+  };
+  if (auto it = env.find("DP_DISABLE_HEALTHCHECKS"); it != env.end()) {
+    const std::string origin = "env DP_DISABLE_HEALTHCHECKS";
+    for (const auto& item : config_detail::split_list(it->second)) {
+      if (item == "all") {
+        config.health.enabled = false;
+        out.origins["kgpu.health.enabled"] = origin;
+      } else if (item == "xids") {
+        config.health.xids_enabled = false;
+        out.origins["kgpu.health.xidsEnabled"] = origin;
+      } else if (auto xid = config_detail::parse_uint(item)) {
+        auto& ignored = config.health.ignored_xids;
+        if (std::find(ignored.begin(), ignored.end(), *xid) == ignored.end()) ignored.push_back(*xid);
+        out.origins["kgpu.health.ignoredXids"] = origin;
+      } else {
+        bad("DP_DISABLE_HEALTHCHECKS", item);
+      }
+    }
+  }
+  if (auto it = env.find("DP_ENABLE_HEALTHCHECKS"); it != env.end()) {
+    const std::string origin = "env DP_ENABLE_HEALTHCHECKS";
+    for (const auto& item : config_detail::split_list(it->second)) {
+      auto& ignored = config.health.ignored_xids;
+      if (item == "all") {
+        ignored.clear();
+      } else if (auto xid = config_detail::parse_uint(item)) {
+        ignored.erase(std::remove(ignored.begin(), ignored.end(), *xid), ignored.end());
+      } else {
+        bad("DP_ENABLE_HEALTHCHECKS", item);
+        continue;
+      }
+      out.origins["kgpu.health.ignoredXids"] = origin;
+    }
+  }
+}
+
+// The first env var of `s` that is set. Empty values count as set only for free-text settings
+// (MPS_ROOT="" is a meaningful value; MIG_STRATEGY="" is an unset Helm value).
+const std::string* env_value(const Setting& s, const std::map<std::string, std::string>& env,
+                             std::string* name) {
+  for (const auto& candidate : s.envs) {
+    auto it = env.find(candidate);
+    if (it == env.end()) continue;
+    if (it->second.empty() && s.kind != SettingKind::String) continue;
+    *name = candidate;
+    return &it->second;
+  }
+  return nullptr;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::not_found("cannot read config file: " + std::string(std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void default_origins(LoadedConfig& out) {
+  for (const auto& s : config_detail::settings()) out.origins[s.key] = "default";
+  for (const char* key : {"resources.gpus", "resources.mig", "sharing.timeSlicing", "sharing.mps",
+                          "imex.channelIDs", "imex.required", "kgpu.deviceGroups"})
+    out.origins[key] = "default";
+}
+
+struct FileParse {
+  std::vector<Diagnostic> diagnostics;
+  std::map<std::string, config_detail::Position> positions;
+};
+
+FileParse parse_into(const std::string& text, const std::string& name, bool strict, LoadedConfig& out) {
+  config_detail::ParseContext ctx(name, strict);
+  config_detail::parse_document(text, ctx, out.config);
+  for (const auto& [key, origin] : ctx.origins()) out.origins[key] = origin;
+  return {std::move(ctx.diagnostics()), std::move(ctx.positions())};
+}
+
+}  // namespace
+
+void ConfigFlags::set(const std::string& key, const std::string& flag, const std::string& value) {
+  auto [it, inserted] = values.try_emplace(key, Value{flag, value});
+  if (inserted) return;
+  const Setting* s = config_detail::find_setting(key);
+  if (s && is_list(s->kind)) it->second.value += "," + value;  // repeated list flags accumulate
+  else it->second = Value{flag, value};                        // repeated scalars: last one wins
+}
+
+Result<LoadedConfig> load_config(const ConfigFlags& flags, const std::map<std::string, std::string>& env,
+                                 bool strict) {
+  LoadedConfig out;
+  default_origins(out);
+  std::map<std::string, config_detail::Position> positions;
+
+  // Which file: --config-file, else CONFIG_FILE.
+  std::string path, path_origin = "default";
+  if (auto it = flags.values.find("configFile"); it != flags.values.end()) {
+    path = it->second.value;
+    path_origin = "flag " + it->second.flag;
+  } else {
+    std::string name;
+    if (const std::string* v = env_value(*config_detail::find_setting("configFile"), env, &name)) {
+      path = *v;
+      path_origin = "env " + name;
+    }
+  }
+
+  if (!path.empty()) {
+    auto text = read_file(path);
+    if (!text) {
+      out.diagnostics.push_back({Diagnostic::Severity::Error, path, 0, 0, text.error().message});
+    } else {
+      FileParse parsed = parse_into(*text, path, strict, out);
+      out.diagnostics.insert(out.diagnostics.end(), parsed.diagnostics.begin(), parsed.diagnostics.end());
+      positions = std::move(parsed.positions);
+    }
+  }
+
+  for (const auto& s : config_detail::settings()) {
+    std::string name;
+    if (const std::string* v = env_value(s, env, &name)) apply_text(s, *v, "env " + name, out.config, out);
+  }
+  apply_health_env(env, out.config, out);
+
+  for (const auto& [key, given] : flags.values) {
+    const Setting* s = config_detail::find_setting(key);
+    if (!s) {
+      out.diagnostics.push_back({Diagnostic::Severity::Error, "flag " + given.flag, 0, 0,
+                                 "internal: no setting named \"" + key + "\""});
+      continue;
+    }
+    apply_text(*s, given.value, "flag " + given.flag, out.config, out);
+  }
+
+  out.config.config_file = path;
+  out.origins["configFile"] = path_origin;
+
+  config_detail::check_effective_config({out.config, out.origins, positions, path, false}, out.diagnostics);
+
+  if (has_errors(out.diagnostics)) {
+    std::vector<Diagnostic> errors;
+    for (const auto& d : out.diagnostics)
+      if (d.severity == Diagnostic::Severity::Error) errors.push_back(d);
+    std::string message = format_diagnostics(errors);
+    if (!message.empty() && message.back() == '\n') message.pop_back();
+    return Error::invalid(message);
+  }
+  return out;
+}
+
+LoadedConfig parse_config_text(const std::string& text, const std::string& name, bool strict) {
+  LoadedConfig out;
+  default_origins(out);
+  FileParse parsed = parse_into(text, name, strict, out);
+  out.diagnostics = std::move(parsed.diagnostics);
+  out.config.config_file = name;
+  config_detail::check_effective_config({out.config, out.origins, parsed.positions, name, true},
+                                        out.diagnostics);
+  return out;
+}
+
+LoadedConfig validate_config_file(const std::string& path, bool strict) {
+  auto text = read_file(path);
+  if (!text) {
+    LoadedConfig out;
+    default_origins(out);
+    out.diagnostics.push_back({Diagnostic::Severity::Error, path, 0, 0, text.error().message});
+    return out;
+  }
+  return parse_config_text(*text, path, strict);
+}
+
+std::map<std::string, std::string> process_environment() {
+  std::map<std::string, std::string> env;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    std::string_view text(*entry);
+    auto eq = text.find('=');
+    if (eq == std::string_view::npos) continue;
+    env.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
+  }
+  return env;
+}
+
+}  // namespace kgpu

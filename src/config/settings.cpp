@@ -1,0 +1,380 @@
+#include "config/settings.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace kgpu::config_detail {
+namespace {
+
+using Values = std::vector<std::string>;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string show_bool(bool b) { return b ? "true" : "false"; }
+
+// Builders keep the table below readable: one line of facts per setting.
+Setting text(std::string key, Values flags, Values envs, std::string help, std::string Config::*field) {
+  Setting s;
+  s.key = std::move(key);
+  s.kind = SettingKind::String;
+  s.flags = std::move(flags);
+  s.envs = std::move(envs);
+  s.help = std::move(help);
+  s.apply = [field](Config& c, const Values& v) { c.*field = v.front(); };
+  s.show = [field](const Config& c) { return quoted(c.*field); };
+  return s;
+}
+
+Setting boolean(std::string key, Values flags, Values envs, std::string help, bool Config::*field) {
+  Setting s;
+  s.key = std::move(key);
+  s.kind = SettingKind::Bool;
+  s.flags = std::move(flags);
+  s.envs = std::move(envs);
+  s.help = std::move(help);
+  s.apply = [field](Config& c, const Values& v) { c.*field = *parse_bool(v.front()); };
+  s.show = [field](const Config& c) { return show_bool(c.*field); };
+  return s;
+}
+
+template <typename E>
+Setting enumeration(std::string key, std::string noun, Values flags, Values envs, std::string help,
+                    E Config::*field, std::vector<E> values) {
+  Setting s;
+  s.key = std::move(key);
+  s.kind = SettingKind::Enum;
+  s.noun = std::move(noun);
+  for (E e : values) s.choices.emplace_back(to_string(e));
+  s.flags = std::move(flags);
+  s.envs = std::move(envs);
+  s.help = std::move(help);
+  s.apply = [field, values](Config& c, const Values& v) {
+    for (E e : values)
+      if (v.front() == to_string(e)) c.*field = e;
+  };
+  s.show = [field](const Config& c) { return std::string(to_string(c.*field)); };
+  return s;
+}
+
+template <typename F>
+Setting health_bool(std::string key, std::string help, F member) {
+  Setting s;
+  s.key = std::move(key);
+  s.kind = SettingKind::Bool;
+  s.help = std::move(help);
+  s.apply = [member](Config& c, const Values& v) { c.health.*member = *parse_bool(v.front()); };
+  s.show = [member](const Config& c) { return show_bool(c.health.*member); };
+  return s;
+}
+
+Setting health_ms(std::string key, std::string help, uint32_t HealthConfig::*member) {
+  Setting s;
+  s.key = std::move(key);
+  s.kind = SettingKind::UInt;
+  s.help = std::move(help);
+  s.apply = [member](Config& c, const Values& v) {
+    c.health.*member = static_cast<uint32_t>(std::min<uint64_t>(*parse_uint(v.front()), UINT32_MAX));
+  };
+  s.show = [member](const Config& c) { return std::to_string(c.health.*member); };
+  return s;
+}
+
+std::vector<Setting> build_settings() {
+  std::vector<Setting> t;
+  // --- flags: NVIDIA k8s-device-plugin's names, flags and env vars ---
+  t.push_back(enumeration("flags.migStrategy", "MIG strategy", {"--mig-strategy"},
+                          {"MIG_STRATEGY", "GFD_MIG_STRATEGY"}, "how MIG devices are exposed",
+                          &Config::mig_strategy,
+                          std::vector{MigStrategy::None, MigStrategy::Single, MigStrategy::Mixed}));
+  t.push_back(boolean("flags.failOnInitError", {"--fail-on-init-error"},
+                      {"FAIL_ON_INIT_ERROR", "GFD_FAIL_ON_INIT_ERROR"},
+                      "exit when initialisation fails instead of idling", &Config::fail_on_init_error));
+  t.push_back(text("flags.mpsRoot", {"--mps-root"}, {"MPS_ROOT"}, "host folder for MPS pipes and shm",
+                   &Config::mps_root));
+  t.push_back(text("flags.nvidiaDriverRoot", {"--nvidia-driver-root", "--driver-root"},
+                   {"NVIDIA_DRIVER_ROOT"}, "driver root on the host", &Config::nvidia_driver_root));
+  t.push_back(text("flags.nvidiaDevRoot", {"--nvidia-dev-root", "--dev-root"}, {"NVIDIA_DEV_ROOT"},
+                   "device-node root on the host (default: the driver root)", &Config::nvidia_dev_root));
+  {
+    Setting s = text("flags.deviceDiscoveryStrategy", {"--device-discovery-strategy"},
+                     {"DEVICE_DISCOVERY_STRATEGY"}, "auto|nvml|tegra", &Config::device_discovery_strategy);
+    s.kind = SettingKind::Enum;
+    s.noun = "device discovery strategy";
+    s.choices = {"auto", "nvml", "tegra"};
+    s.show = [](const Config& c) { return c.device_discovery_strategy; };
+    t.push_back(std::move(s));
+  }
+  t.push_back(boolean("flags.gdsEnabled", {"--gds-enabled"}, {"GDS_ENABLED"}, "GPUDirect Storage",
+                      &Config::gds_enabled));
+  t.push_back(boolean("flags.mofedEnabled", {"--mofed-enabled"}, {"MOFED_ENABLED"}, "Mellanox OFED",
+                      &Config::mofed_enabled));
+  t.push_back(boolean("flags.gdrcopyEnabled", {"--gdrcopy-enabled"}, {"GDRCOPY_ENABLED"}, "GDRCopy",
+                      &Config::gdrcopy_enabled));
+  t.push_back(boolean("flags.useNodeFeatureAPI", {"--use-node-feature-api"},
+                      {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"},
+                      "GFD: write NodeFeature objects (accepted for compatibility)",
+                      &Config::use_node_feature_api));
+  t.push_back(boolean("flags.plugin.passDeviceSpecs", {"--pass-device-specs"}, {"PASS_DEVICE_SPECS"},
+                      "add device specs to Allocate responses", &Config::pass_device_specs));
+  {
+    Setting s;
+    s.key = "flags.plugin.deviceListStrategy";
+    s.kind = SettingKind::List;
+    s.noun = "device list strategy";
+    s.choices = {"envvar", "volume-mounts", "cdi-annotations", "cdi-cri"};
+    s.flags = {"--device-list-strategy"};
+    s.envs = {"DEVICE_LIST_STRATEGY"};
+    s.help = "how devices are passed to the runtime (repeatable, or a comma list)";
+    s.apply = [](Config& c, const Values& v) {
+      c.device_list_strategy.clear();
+      const std::vector all{DeviceListStrategy::EnvVar, DeviceListStrategy::VolumeMounts,
+                            DeviceListStrategy::CdiAnnotations, DeviceListStrategy::CdiCri};
+      for (const auto& name : v)
+        for (auto strategy : all)
+          if (name == to_string(strategy) && !c.has_strategy(strategy))
+            c.device_list_strategy.push_back(strategy);
+    };
+    s.show = [](const Config& c) {
+      Values names;
+      for (auto strategy : c.device_list_strategy) names.emplace_back(to_string(strategy));
+      return "[" + join(names, ", ") + "]";
+    };
+    t.push_back(std::move(s));
+  }
+  t.push_back(enumeration("flags.plugin.deviceIDStrategy", "device ID strategy", {"--device-id-strategy"},
+                          {"DEVICE_ID_STRATEGY"}, "uuid|index", &Config::device_id_strategy,
+                          std::vector{DeviceIdStrategy::Uuid, DeviceIdStrategy::Index}));
+  t.push_back(text("flags.plugin.cdiAnnotationPrefix", {"--cdi-annotation-prefix"},
+                   {"CDI_ANNOTATION_PREFIX"}, "prefix of CDI annotation keys", &Config::cdi_annotation_prefix));
+  t.push_back(text("flags.plugin.nvidiaCTKPath", {"--nvidia-ctk-path", "--nvidia-cdi-hook-path"},
+                   {"NVIDIA_CTK_PATH", "NVIDIA_CDI_HOOK_PATH"}, "hook binary written into CDI specs",
+                   &Config::nvidia_ctk_path));
+  t.push_back(text("flags.plugin.containerDriverRoot", {"--container-driver-root", "--driver-root-ctr-path"},
+                   {"CONTAINER_DRIVER_ROOT", "DRIVER_ROOT_CTR_PATH"},
+                   "where the host driver root is mounted in the plugin container",
+                   &Config::container_driver_root));
+  t.push_back(enumeration("flags.plugin.sharedDevicesAllocationPolicy", "shared devices allocation policy",
+                          {"--shared-devices-allocation-policy"}, {"SHARED_DEVICES_ALLOCATION_POLICY"},
+                          "distributed|packed", &Config::shared_devices_allocation_policy,
+                          std::vector{SharedAllocationPolicy::Distributed, SharedAllocationPolicy::Packed}));
+  t.push_back(boolean("flags.gfd.oneshot", {"--oneshot"}, {"GFD_ONESHOT"}, "label once and exit",
+                      &Config::gfd_oneshot));
+  t.push_back(boolean("flags.gfd.noTimestamp", {"--no-timestamp"}, {"GFD_NO_TIMESTAMP"},
+                      "leave the timestamp label out", &Config::gfd_no_timestamp));
+  t.push_back(text("flags.gfd.sleepInterval", {"--sleep-interval"}, {"GFD_SLEEP_INTERVAL"},
+                   "time between labelling passes", &Config::gfd_sleep_interval));
+  t.push_back(text("flags.gfd.outputFile", {"--output-file"}, {"GFD_OUTPUT_FILE"},
+                   "label file for node-feature-discovery", &Config::gfd_output_file));
+  t.push_back(text("flags.gfd.machineTypeFile", {"--machine-type-file"}, {"GFD_MACHINE_TYPE_FILE"},
+                   "file holding the machine type", &Config::gfd_machine_type_file));
+
+  // --- CLI-only (no file key), as in NVIDIA's plugin ---
+  {
+    Setting s = text("kubeletSocket", {"--kubelet-socket"}, {"KUBELET_SOCKET"},
+                     "kubelet registration socket (empty: do not register)", &Config::kubelet_socket);
+    s.in_file = false;
+    t.push_back(std::move(s));
+    Setting f = text("configFile", {"--config-file"}, {"CONFIG_FILE", "GFD_CONFIG_FILE"},
+                     "config file (YAML or JSON)", &Config::config_file);
+    f.in_file = false;
+    t.push_back(std::move(f));
+  }
+
+  // --- kgpu: section ---
+  t.push_back(text("kgpu.sysfsRoot", {"--sysfs-root"}, {"KGPU_SYSFS_ROOT"}, "sysfs mount point",
+                   &Config::sysfs_root));
+  t.push_back(text("kgpu.procRoot", {"--proc-root"}, {"KGPU_PROC_ROOT"}, "procfs mount point",
+                   &Config::proc_root));
+  t.push_back(text("kgpu.cdiSpecDir", {"--cdi-spec-dir"}, {"KGPU_CDI_SPEC_DIR"},
+                   "folder for generated CDI specs", &Config::cdi_spec_dir));
+  t.push_back(text("kgpu.cdiKind", {"--cdi-kind"}, {"KGPU_CDI_KIND"}, "CDI kind (vendor/class)",
+                   &Config::cdi_kind));
+  t.push_back(text("kgpu.metricsAddr", {"--metrics-addr"}, {"KGPU_METRICS_ADDR"},
+                   "address for Prometheus metrics (empty: off)", &Config::metrics_addr));
+  t.push_back(enumeration("kgpu.migAllocationPolicy", "MIG allocation policy", {"--mig-allocation-policy"},
+                          {"KGPU_MIG_ALLOCATION_POLICY"}, "same-parent|spread", &Config::mig_allocation_policy,
+                          std::vector{MigAllocationPolicy::SameParent, MigAllocationPolicy::Spread}));
+  {
+    Setting s;
+    s.key = "kgpu.backends";
+    s.kind = SettingKind::List;
+    s.noun = "backend";
+    s.choices = {"auto", "nvidia", "amd", "intel", "generic"};
+    s.flags = {"--backends"};
+    s.envs = {"KGPU_BACKENDS"};
+    s.help = "device backends to run (comma list)";
+    s.apply = [](Config& c, const Values& v) {
+      c.backends.clear();
+      for (const auto& b : v)
+        if (std::find(c.backends.begin(), c.backends.end(), b) == c.backends.end()) c.backends.push_back(b);
+    };
+    s.show = [](const Config& c) { return "[" + join(c.backends, ", ") + "]"; };
+    t.push_back(std::move(s));
+  }
+  t.push_back(boolean("kgpu.labels.enabled", {"--labels-enabled"}, {"KGPU_LABELS_ENABLED"},
+                      "write node labels from the daemon", &Config::labels_enabled));
+  t.push_back(boolean("kgpu.labels.keepOnExit", {"--keep-labels-on-exit"}, {"KGPU_KEEP_LABELS_ON_EXIT"},
+                      "leave labels in place when the daemon stops", &Config::keep_labels_on_exit));
+  t.push_back(health_bool("kgpu.health.enabled", "health checks", &HealthConfig::enabled));
+  t.push_back(health_bool("kgpu.health.xidsEnabled", "XID event checks", &HealthConfig::xids_enabled));
+  {
+    Setting s;
+    s.key = "kgpu.health.ignoredXids";
+    s.kind = SettingKind::UIntList;
+    s.help = "XIDs that never mark a device unhealthy";
+    s.apply = [](Config& c, const Values& v) {
+      c.health.ignored_xids.clear();
+      for (const auto& x : v) c.health.ignored_xids.push_back(*parse_uint(x));
+    };
+    s.show = [](const Config& c) {
+      Values xs;
+      for (auto x : c.health.ignored_xids) xs.push_back(std::to_string(x));
+      return "[" + join(xs, ", ") + "]";
+    };
+    t.push_back(std::move(s));
+  }
+  {
+    Setting s;
+    s.key = "kgpu.health.xidActions";
+    s.kind = SettingKind::ActionMap;
+    s.noun = "XID action";
+    s.choices = {"ignore", "mark-unhealthy", "mark-unhealthy-until-reset"};
+    s.help = "per-XID action overrides";
+    s.apply = [](Config& c, const Values& v) {
+      c.health.xid_actions.clear();
+      const std::vector all{XidAction::Ignore, XidAction::MarkUnhealthy, XidAction::MarkUnhealthyUntilReset};
+      for (const auto& entry : v) {
+        auto eq = entry.find('=');
+        uint64_t xid = *parse_uint(entry.substr(0, eq));
+        for (auto a : all)
+          if (entry.substr(eq + 1) == to_string(a)) c.health.xid_actions[xid] = a;
+      }
+    };
+    s.show = [](const Config& c) {
+      Values xs;
+      for (const auto& [xid, action] : c.health.xid_actions)
+        xs.push_back(std::to_string(xid) + ": " + to_string(action));
+      return "{" + join(xs, ", ") + "}";
+    };
+    t.push_back(std::move(s));
+  }
+  t.push_back(health_bool("kgpu.health.recovery.enabled", "re-probe unhealthy devices",
+                          &HealthConfig::recovery_enabled));
+  t.push_back(health_ms("kgpu.health.recovery.probeIntervalMs", "first re-probe delay",
+                        &HealthConfig::recovery_probe_interval_ms));
+  t.push_back(health_ms("kgpu.health.recovery.probeMaxIntervalMs", "longest re-probe delay",
+                        &HealthConfig::recovery_probe_max_interval_ms));
+  t.push_back(health_ms("kgpu.health.recovery.quietPeriodMs", "healthy time before re-advertising",
+                        &HealthConfig::recovery_quiet_period_ms));
+  return t;
+}
+
+}  // namespace
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> table = build_settings();
+  return table;
+}
+
+const Setting* find_setting(std::string_view key) {
+  for (const auto& s : settings())
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+std::optional<bool> parse_bool(std::string_view text) {
+  // Go's strconv.ParseBool spellings (what NVIDIA's env vars accept) plus YAML 1.1's yes/no/on/off.
+  std::string t = lower(text);
+  if (t == "true" || t == "t" || t == "1" || t == "yes" || t == "y" || t == "on") return true;
+  if (t == "false" || t == "f" || t == "0" || t == "no" || t == "n" || t == "off") return false;
+  return std::nullopt;
+}
+
+std::optional<uint64_t> parse_uint(std::string_view text) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  uint64_t v = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  return v;
+}
+
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view part = text.substr(start, end - start);
+    while (!part.empty() && std::isspace(static_cast<unsigned char>(part.front()))) part.remove_prefix(1);
+    while (!part.empty() && std::isspace(static_cast<unsigned char>(part.back()))) part.remove_suffix(1);
+    if (!part.empty()) out.emplace_back(part);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
+namespace {
+std::string valid_choices(const Setting& s) { return "(valid: " + join(s.choices, ", ") + ")"; }
+
+std::string unknown_choice(const Setting& s, const std::string& value) {
+  return "unknown " + s.noun + " " + quoted(value) + " " + valid_choices(s);
+}
+
+bool is_choice(const Setting& s, const std::string& value) {
+  return std::find(s.choices.begin(), s.choices.end(), value) != s.choices.end();
+}
+}  // namespace
+
+std::optional<std::string> check_values(const Setting& s, const Values& values) {
+  switch (s.kind) {
+    case SettingKind::String:
+      return std::nullopt;
+    case SettingKind::Bool:
+      if (!parse_bool(values.front()))
+        return "expected a boolean (true or false) for " + s.key + ", got " + quoted(values.front());
+      return std::nullopt;
+    case SettingKind::Enum:
+      if (!is_choice(s, values.front())) return unknown_choice(s, values.front());
+      return std::nullopt;
+    case SettingKind::UInt:
+      if (!parse_uint(values.front()))
+        return "expected a non-negative integer for " + s.key + ", got " + quoted(values.front());
+      return std::nullopt;
+    case SettingKind::List:
+      if (values.empty()) return s.key + " needs at least one value " + valid_choices(s);
+      for (const auto& v : values)
+        if (!s.choices.empty() && !is_choice(s, v)) return unknown_choice(s, v);
+      return std::nullopt;
+    case SettingKind::UIntList:
+      for (const auto& v : values)
+        if (!parse_uint(v)) return "expected a non-negative integer in " + s.key + ", got " + quoted(v);
+      return std::nullopt;
+    case SettingKind::ActionMap:
+      for (const auto& v : values) {
+        auto eq = v.find('=');
+        if (eq == std::string::npos || !parse_uint(v.substr(0, eq)))
+          return "expected XID=ACTION with a numeric XID in " + s.key + ", got " + quoted(v);
+        if (!is_choice(s, v.substr(eq + 1))) return unknown_choice(s, v.substr(eq + 1));
+      }
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace kgpu::config_detail

@@ -1,0 +1,98 @@
+#include "health/health_events.h"
+
+#include <fmt/format.h>
+
+#include "health/xid_policy.h"
+
+namespace kgpu {
+
+const char* to_string(HealthEvent::Kind kind) {
+  switch (kind) {
+    case HealthEvent::Kind::Xid: return "xid";
+    case HealthEvent::Kind::EccDoubleBit: return "ecc-double-bit";
+    case HealthEvent::Kind::Lost: return "lost";
+    case HealthEvent::Kind::Recovered: return "recovered";
+  }
+  return "unknown";
+}
+
+XidAction event_action(const HealthConfig& config, const HealthEvent& event) {
+  switch (event.kind) {
+    case HealthEvent::Kind::Xid: return xid_action(config, event.xid);
+    case HealthEvent::Kind::EccDoubleBit: return ecc_double_bit_action(config);
+    // A GPU that no longer answers is unusable whatever the XID policy says; it recovers by answering
+    // again (the monitor's probes), so it is not "until reset".
+    case HealthEvent::Kind::Lost: return config.enabled ? XidAction::MarkUnhealthy : XidAction::Ignore;
+    case HealthEvent::Kind::Recovered: return XidAction::Ignore;
+  }
+  return XidAction::Ignore;
+}
+
+std::string event_cause(const HealthEvent& event) {
+  std::string cause;
+  switch (event.kind) {
+    case HealthEvent::Kind::Xid: cause = describe_xid(event.xid); break;
+    case HealthEvent::Kind::EccDoubleBit: cause = "double-bit ECC error"; break;
+    case HealthEvent::Kind::Lost: cause = "GPU is lost"; break;
+    case HealthEvent::Kind::Recovered: cause = "recovered"; break;
+  }
+  if (!event.detail.empty()) cause += " (" + event.detail + ")";
+  return cause;
+}
+
+std::string HealthChange::describe() const {
+  return fmt::format("{}: {}: {}", device, healthy ? "healthy" : "unhealthy", cause);
+}
+
+namespace {
+
+bool instance_matches(const MigDevice& m, const HealthEvent& e) {
+  if (e.gpu_instance_id && *e.gpu_instance_id != m.gpu_instance_id) return false;
+  if (e.compute_instance_id && *e.compute_instance_id != m.compute_instance_id) return false;
+  return true;
+}
+
+void set_health(HealthState& state, bool healthy, const std::string& cause, const std::string& device,
+                std::vector<HealthChange>& changes) {
+  HealthState next{healthy, healthy ? std::string() : cause};
+  if (state == next) return;
+  // A device already unhealthy keeps its first cause: the first failure is the one to act on.
+  if (!healthy && !state.healthy) return;
+  state = next;
+  changes.push_back({device, cause, healthy});
+}
+
+}  // namespace
+
+HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& event, const HealthConfig& config) {
+  HealthUpdate out{inventory, {}};
+  const bool recovered = event.kind == HealthEvent::Kind::Recovered;
+  if (!recovered && event_action(config, event) == XidAction::Ignore) return out;
+
+  Gpu* gpu = nullptr;
+  for (auto& g : out.inventory.gpus)
+    if (g.uuid == event.gpu_uuid) gpu = &g;
+  if (!gpu) return out;
+
+  const bool healthy = recovered;
+  const std::string cause = event_cause(event);
+  const bool names_instance = event.gpu_instance_id.has_value() || event.compute_instance_id.has_value();
+
+  bool matched_instance = false;
+  if (names_instance) {
+    for (auto& m : gpu->mig_devices) {
+      if (!instance_matches(m, event)) continue;
+      matched_instance = true;
+      set_health(m.health, healthy, cause, m.uuid, out.changes);
+    }
+  }
+  if (!names_instance || !matched_instance) {
+    // GPU-wide (or an instance we do not know, which still says the GPU is in trouble): the GPU and
+    // every MIG device on it.
+    set_health(gpu->health, healthy, cause, gpu->uuid, out.changes);
+    for (auto& m : gpu->mig_devices) set_health(m.health, healthy, cause, m.uuid, out.changes);
+  }
+  return out;
+}
+
+}  // namespace kgpu

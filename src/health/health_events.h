@@ -1,0 +1,57 @@
+#pragma once
+// Health events and their effect on an Inventory, as pure functions: the monitor (I/O) produces
+// events, the daemon applies them to its current Inventory and re-plans. Replicas are not handled
+// here: planning maps a GPU's health onto every replica it advertises.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/inventory.h"
+
+namespace kgpu {
+
+struct HealthEvent {
+  enum class Kind { Xid, EccDoubleBit, Lost, Recovered };
+  std::string gpu_uuid;  // the physical GPU ("GPU-...")
+  Kind kind = Kind::Xid;
+  uint64_t xid = 0;      // Kind::Xid only
+  // The MIG instance the event names; both absent for a GPU-wide event.
+  std::optional<int> gpu_instance_id;
+  std::optional<int> compute_instance_id;
+  std::string detail;    // extra cause text (e.g. the NVML error for Lost); may be empty
+  bool operator==(const HealthEvent&) const = default;
+};
+
+const char* to_string(HealthEvent::Kind kind);
+
+// The action the policy takes for an event (Recovered -> MarkUnhealthy is never returned; it is
+// reported as Ignore since it marks nothing).
+XidAction event_action(const HealthConfig& config, const HealthEvent& event);
+
+// The cause as it appears in HealthState::reason and logs: "XID 79 (GPU has fallen off the bus)",
+// "double-bit ECC error", "GPU is lost (...)".
+std::string event_cause(const HealthEvent& event);
+
+// One device whose health changed.
+struct HealthChange {
+  std::string device;  // GPU or MIG uuid
+  std::string cause;
+  bool healthy = false;  // the new state
+  std::string describe() const;  // "GPU-x: unhealthy: XID 79 (GPU has fallen off the bus)"
+  bool operator==(const HealthChange&) const = default;
+};
+
+struct HealthUpdate {
+  Inventory inventory;
+  std::vector<HealthChange> changes;  // empty: nothing changed (ignored event, unknown GPU, same state)
+  bool changed() const { return !changes.empty(); }
+};
+
+// Applies one event. Unhealthy events mark the GPU itself when the event names no instance (and all
+// its MIG devices, which share the GPU), or only the MIG device whose GI/CI ids match. Recovered
+// marks the same set healthy again. Ignored events (per `config`) change nothing.
+HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& event, const HealthConfig& config);
+
+}  // namespace kgpu

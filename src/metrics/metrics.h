@@ -1,0 +1,113 @@
+#pragma once
+// The daemon's Prometheus metrics registry. One `Metrics` object lives as long as the daemon;
+// servers, the registrar, the health watcher and the config reloader record into it, and
+// MetricsServer renders it for /metrics.
+//
+// Hot paths (Allocate, GetPreferredAllocation) should hold on to the `ResourceMetrics&` returned
+// by `resource()`: it stays valid for the registry's lifetime, and recording through it is a few
+// relaxed atomic operations, with no lock and no allocation. The by-name convenience methods do one
+// map lookup under a shared lock (no allocation once the resource exists).
+//
+// Families (all prefixed kgpu_):
+//   kgpu_build_info{version}                          gauge, always 1
+//   kgpu_start_time_seconds                           gauge, Unix time the registry was created
+//   kgpu_devices{resource,health="healthy|unhealthy"} gauge, advertised device IDs
+//   kgpu_resource_registered{resource}                gauge, 1 while registered with the kubelet
+//   kgpu_allocations_total{resource}                  counter, container allocations answered
+//   kgpu_allocated_devices_total{resource}            counter, device IDs handed out
+//   kgpu_allocate_errors_total{resource}              counter, Allocate requests refused
+//   kgpu_allocate_duration_seconds{resource}          histogram, Allocate RPC latency
+//   kgpu_preferred_allocation_duration_seconds{resource} histogram, GetPreferredAllocation latency
+//   kgpu_kubelet_registrations_total{resource}        counter, successful (re-)registrations
+//   kgpu_kubelet_registration_errors_total{resource}  counter, failed registration attempts
+//   kgpu_health_xid_events_total{xid}                 counter, XID events seen (ignored ones too)
+//   kgpu_config_reloads_total{result="success|error"} counter
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+
+#include "metrics/histogram.h"
+
+namespace kgpu {
+
+// Everything recorded about one advertised resource (e.g. "nvidia.com/gpu"). Thread-safe.
+class ResourceMetrics {
+ public:
+  void set_devices(uint64_t healthy, uint64_t unhealthy) noexcept;
+  void set_registered(bool registered) noexcept;
+  void observe_allocate(double seconds) noexcept;
+  void observe_preferred(double seconds) noexcept;
+  // One container allocation (one ContainerAllocateRequest) that handed out `devices` IDs.
+  void count_allocation(uint64_t devices) noexcept;
+  void count_allocate_error() noexcept;
+  // Every successful registration counts, so a value above 1 means the kubelet restarted.
+  void count_registration() noexcept;
+  void count_registration_error() noexcept;
+
+ private:
+  friend class Metrics;
+  std::atomic<bool> active_{true};  // false: retired, hidden from render until used again
+  std::atomic<uint64_t> healthy_{0};
+  std::atomic<uint64_t> unhealthy_{0};
+  std::atomic<bool> registered_{false};
+  std::atomic<uint64_t> allocations_{0};
+  std::atomic<uint64_t> allocated_devices_{0};
+  std::atomic<uint64_t> allocate_errors_{0};
+  std::atomic<uint64_t> registrations_{0};
+  std::atomic<uint64_t> registration_errors_{0};
+  LatencyHistogram allocate_latency_;
+  LatencyHistogram preferred_latency_;
+};
+
+class Metrics {
+ public:
+  explicit Metrics(std::string version = "unknown");
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // The resource's record, created on first use. The reference stays valid as long as `*this`.
+  // Calling it marks a retired resource active again.
+  ResourceMetrics& resource(std::string_view name);
+  // Hides a resource the daemon no longer serves from /metrics (its series disappear, as
+  // Prometheus expects for a vanished target). References to it stay valid.
+  void retire_resource(std::string_view name);
+
+  // By-name conveniences for code that is not on a hot path.
+  void set_devices(std::string_view resource, uint64_t healthy, uint64_t unhealthy);
+  void set_registered(std::string_view resource, bool registered);
+  void observe_allocate(std::string_view resource, double seconds);
+  void observe_preferred(std::string_view resource, double seconds);
+  void count_allocation(std::string_view resource, uint64_t devices);
+  void count_allocate_error(std::string_view resource);
+  void count_registration(std::string_view resource);
+  void count_registration_error(std::string_view resource);
+
+  void count_xid(uint64_t xid);
+  void count_reload(bool ok) noexcept;
+
+  // Prometheus text exposition format 0.0.4, families and series in a stable order.
+  std::string render() const;
+
+ private:
+  const std::string version_;
+  const double start_time_seconds_;
+  std::atomic<uint64_t> reloads_ok_{0};
+  std::atomic<uint64_t> reloads_failed_{0};
+
+  mutable std::shared_mutex resources_mutex_;
+  std::map<std::string, std::unique_ptr<ResourceMetrics>, std::less<>> resources_;
+
+  mutable std::mutex xids_mutex_;  // XIDs are rare; a plain lock is cheaper than cleverness
+  std::map<uint64_t, uint64_t> xids_;
+};
+
+// Prometheus text-format escaping, exposed for tests and for other exporters.
+std::string escape_label_value(std::string_view value);  // \ " and newline
+std::string escape_help(std::string_view text);          // \ and newline
+
+}  // namespace kgpu

@@ -1,0 +1,141 @@
+#include "nvml/mig_facts.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "nvml/nvml_abi.h"
+
+namespace kgpu {
+
+uint64_t mig_memory_gb(uint64_t mig_memory_mib, uint64_t gpu_memory_bytes) {
+  if (gpu_memory_bytes == 0) return (mig_memory_mib + 1023) / 1024;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  constexpr uint64_t kGiB = 1024ULL * 1024 * 1024;
+  constexpr double kEighths = 8.0;
+  double share = static_cast<double>(mig_memory_mib) * kMiB / static_cast<double>(gpu_memory_bytes);
+  share = std::ceil(share * kEighths) / kEighths;
+  auto gpu_gb = static_cast<double>((gpu_memory_bytes + kGiB - 1) / kGiB);
+  return static_cast<uint64_t>(std::llround(share * gpu_gb));
+}
+
+std::string mig_profile_name(int gpu_instance_slices, int compute_instance_slices, uint64_t mig_memory_mib,
+                             uint64_t gpu_memory_bytes, std::optional<unsigned> gpu_instance_profile_id) {
+  std::string suffix;
+  if (gpu_instance_profile_id && (*gpu_instance_profile_id == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 ||
+                                  *gpu_instance_profile_id == NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1)) {
+    suffix = "+me";  // the REV1 profiles are the ones that own the media extensions
+  }
+  std::string gi = fmt::format("{}g.{}gb{}", gpu_instance_slices, mig_memory_gb(mig_memory_mib, gpu_memory_bytes),
+                               suffix);
+  if (compute_instance_slices > 0 && compute_instance_slices < gpu_instance_slices)
+    return fmt::format("{}c.{}", compute_instance_slices, gi);
+  return gi;
+}
+
+MigMinors MigMinors::parse(const std::string& text) {
+  MigMinors out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string name;
+    int minor = -1;
+    if (!(fields >> name >> minor) || minor < 0) continue;
+    const std::string tail = "/access";
+    if (name.size() <= tail.size() || name.compare(name.size() - tail.size(), tail.size(), tail) != 0) continue;
+    out.minors_[name.substr(0, name.size() - tail.size())] = minor;
+  }
+  return out;
+}
+
+std::optional<int> MigMinors::gpu_instance(int gpu_minor, int gi) const {
+  auto it = minors_.find(fmt::format("gpu{}/gi{}", gpu_minor, gi));
+  if (it == minors_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<int> MigMinors::compute_instance(int gpu_minor, int gi, int ci) const {
+  auto it = minors_.find(fmt::format("gpu{}/gi{}/ci{}", gpu_minor, gi, ci));
+  if (it == minors_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::vector<DeviceNodeRef>> mig_capability_nodes(const MigMinors& minors, int gpu_minor, int gi,
+                                                               int ci) {
+  auto g = minors.gpu_instance(gpu_minor, gi);
+  auto c = minors.compute_instance(gpu_minor, gi, ci);
+  if (!g || !c) return std::nullopt;
+  return std::vector<DeviceNodeRef>{{fmt::format("/dev/nvidia-caps/nvidia-cap{}", *g)},
+                                    {fmt::format("/dev/nvidia-caps/nvidia-cap{}", *c)}};
+}
+
+std::string architecture_from_compute_capability(int major, int minor) {
+  switch (major) {
+    case 1: return "tesla";
+    case 2: return "fermi";
+    case 3: return "kepler";
+    case 5: return "maxwell";
+    case 6: return "pascal";
+    case 7: return minor < 5 ? "volta" : "turing";
+    case 8: return minor < 9 ? "ampere" : "ada-lovelace";
+    case 9: return "hopper";
+    case 10:
+    case 12: return "blackwell";
+    case 13: return "rubin";
+    default: return {};
+  }
+}
+
+std::string architecture_name(unsigned arch, int cc_major, int cc_minor) {
+  switch (arch) {
+    case NVML_DEVICE_ARCH_KEPLER: return "kepler";
+    case NVML_DEVICE_ARCH_MAXWELL: return "maxwell";
+    case NVML_DEVICE_ARCH_PASCAL: return "pascal";
+    case NVML_DEVICE_ARCH_VOLTA: return "volta";
+    case NVML_DEVICE_ARCH_TURING: return "turing";
+    case NVML_DEVICE_ARCH_AMPERE: return "ampere";
+    case NVML_DEVICE_ARCH_ADA: return "ada-lovelace";
+    case NVML_DEVICE_ARCH_HOPPER: return "hopper";
+    case NVML_DEVICE_ARCH_BLACKWELL: return "blackwell";
+    default: return architecture_from_compute_capability(cc_major, cc_minor);
+  }
+}
+
+std::string brand_name(int brand) {
+  switch (brand) {
+    case NVML_BRAND_QUADRO: return "quadro";
+    case NVML_BRAND_TESLA: return "tesla";
+    case NVML_BRAND_NVS: return "nvs";
+    case NVML_BRAND_GRID: return "grid";
+    case NVML_BRAND_GEFORCE: return "geforce";
+    case NVML_BRAND_TITAN: return "titan";
+    case NVML_BRAND_NVIDIA_VAPPS: return "nvidia-vapps";
+    case NVML_BRAND_NVIDIA_VPC: return "nvidia-vpc";
+    case NVML_BRAND_NVIDIA_VCS: return "nvidia-vcs";
+    case NVML_BRAND_NVIDIA_VWS: return "nvidia-vws";
+    case NVML_BRAND_NVIDIA_CLOUD_GAMING: return "nvidia-cloud-gaming";
+    case NVML_BRAND_QUADRO_RTX: return "quadro-rtx";
+    case NVML_BRAND_NVIDIA_RTX: return "nvidia-rtx";
+    case NVML_BRAND_NVIDIA: return "nvidia";
+    case NVML_BRAND_GEFORCE_RTX: return "geforce-rtx";
+    case NVML_BRAND_TITAN_RTX: return "titan-rtx";
+    default: return {};
+  }
+}
+
+PcieLevel pcie_level(int level) {
+  switch (level) {
+    case NVML_TOPOLOGY_INTERNAL: return PcieLevel::SameBoard;
+    case NVML_TOPOLOGY_SINGLE: return PcieLevel::SingleSwitch;
+    case NVML_TOPOLOGY_MULTIPLE: return PcieLevel::MultipleSwitches;
+    case NVML_TOPOLOGY_HOSTBRIDGE: return PcieLevel::HostBridge;
+    case NVML_TOPOLOGY_NODE: return PcieLevel::SameNuma;
+    case NVML_TOPOLOGY_SYSTEM: return PcieLevel::CrossSocket;
+    default: return PcieLevel::Unknown;
+  }
+}
+
+}  // namespace kgpu

@@ -1,0 +1,51 @@
+#pragma once
+// Pure helpers that turn raw NVML/driver facts into the names kgpu advertises: MIG profile names,
+// MIG capability device nodes, architecture and brand names. No I/O, so they are unit-tested alone.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/inventory.h"
+
+namespace kgpu {
+
+// Memory of a MIG device in whole GB as NVIDIA names profiles: its share of the GPU rounded up to
+// eighths, times the GPU's memory in GB rounded up ("1g.5gb" on a 40 GB A100 although 4864 MiB).
+uint64_t mig_memory_gb(uint64_t mig_memory_mib, uint64_t gpu_memory_bytes);
+
+// "1g.5gb", "1c.3g.20gb" (compute slices fewer than the GPU instance's), "1g.10gb+me" (media
+// extensions, from the GPU instance profile id).
+std::string mig_profile_name(int gpu_instance_slices, int compute_instance_slices, uint64_t mig_memory_mib,
+                             uint64_t gpu_memory_bytes, std::optional<unsigned> gpu_instance_profile_id);
+
+// /proc/driver/nvidia-caps/mig-minors: lines "gpu<m>/gi<g>/access <minor>" and
+// "gpu<m>/gi<g>/ci<c>/access <minor>" (plus "config"/"monitor" lines, ignored).
+class MigMinors {
+ public:
+  static MigMinors parse(const std::string& text);
+  std::optional<int> gpu_instance(int gpu_minor, int gi) const;
+  std::optional<int> compute_instance(int gpu_minor, int gi, int ci) const;
+  bool empty() const { return minors_.empty(); }
+
+ private:
+  std::map<std::string, int> minors_;  // "gpu0/gi1/ci0" -> minor
+};
+
+// The two /dev/nvidia-caps/nvidia-cap<N> nodes a MIG device needs, or nullopt when either is unknown.
+std::optional<std::vector<DeviceNodeRef>> mig_capability_nodes(const MigMinors& minors, int gpu_minor, int gi,
+                                                               int ci);
+
+// Lower-case family names as GPU Feature Discovery uses them: "ampere", "ada-lovelace", "hopper".
+// From NVML's architecture enum; falls back to the compute capability when that is unknown.
+std::string architecture_name(unsigned nvml_architecture, int cc_major, int cc_minor);
+std::string architecture_from_compute_capability(int cc_major, int cc_minor);
+
+// "tesla", "nvidia", "geforce-rtx"...; "" for unknown brands.
+std::string brand_name(int nvml_brand);
+
+// PcieLevel for an nvmlGpuTopologyLevel_t value (Unknown for values NVML does not define).
+PcieLevel pcie_level(int nvml_level);
+
+}  // namespace kgpu

@@ -1,0 +1,178 @@
+#include "plan/sharing.h"
+
+#include <algorithm>
+#include <set>
+
+#include "plan/device_ids.h"
+
+namespace kgpu::planner {
+
+namespace {
+
+bool is_number(std::string_view s) {
+  return !s.empty() && s.size() < 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Does the selector item `item` (GPU index "i", MIG index "i:j", GPU-/MIG- UUID or legacy
+// "MIG-GPU-<uuid>/<gi>/<ci>") name the advertised device `d`? A whole-GPU selector also names every
+// MIG device of that GPU in the resource (useful with mig-strategy=single).
+bool selects(std::string_view item, const Inventory& inventory, const AdvertisedDevice& d) {
+  const Gpu& g = inventory.gpus[d.gpu];
+  const MigDevice* m = d.mig ? &g.mig_devices[*d.mig] : nullptr;
+  if (is_number(item)) return std::stoi(std::string(item)) == g.index;
+  if (const auto colon = item.find(':'); colon != std::string_view::npos) {
+    const auto gi = item.substr(0, colon), mi = item.substr(colon + 1);
+    return m && is_number(gi) && is_number(mi) && std::stoi(std::string(gi)) == g.index &&
+           std::stoi(std::string(mi)) == m->index;
+  }
+  if (item == g.uuid) return true;
+  if (!m) return false;
+  if (item == m->uuid) return true;
+  const std::string legacy = "MIG-" + g.uuid + "/" + std::to_string(m->gpu_instance_id) + "/" +
+                             std::to_string(m->compute_instance_id);
+  return item == legacy;
+}
+
+struct Entry {
+  const ReplicatedResource* spec;
+  SharingKind kind;
+  bool rename_by_default;
+  bool fail_requests_greater_than_one;
+};
+
+std::vector<Entry> entries_of(const Config& config) {
+  std::vector<Entry> out;
+  if (config.mps)
+    for (const auto& r : config.mps->resources)
+      out.push_back({&r, SharingKind::Mps, config.mps->rename_by_default,
+                     config.mps->fail_requests_greater_than_one.value_or(true)});
+  for (const auto& r : config.time_slicing.resources)
+    out.push_back({&r, SharingKind::TimeSlicing, config.time_slicing.rename_by_default,
+                   config.time_slicing.fail_requests_greater_than_one.value_or(false)});
+  return out;
+}
+
+const char* kind_name(SharingKind k) { return k == SharingKind::Mps ? "MPS" : "time-slicing"; }
+
+// Why MPS cannot share `base`, or empty. The resource then stays unshared: a pod gets a whole device,
+// never less than it asked for.
+std::string mps_refusal(const Config& config, const Inventory& inventory, const Resource& base, int replicas) {
+  if (config.mps_root.empty()) return "MPS needs mpsRoot (--mps-root) to be set";
+  if (base.vendor != Vendor::Nvidia) return "MPS exists only for NVIDIA GPUs";
+  if (config.mig_strategy == MigStrategy::Mixed) return "MPS is not supported with mig-strategy=mixed";
+  for (const auto& d : base.devices) {
+    if (d.mig) return "MPS is not supported on MIG devices";
+    const Gpu& g = inventory.gpus[d.gpu];
+    if (replicas > mps_max_clients(g))
+      return std::to_string(replicas) + " replicas exceed the " + std::to_string(mps_max_clients(g)) +
+             " MPS clients " + describe_gpu(g) + " supports";
+  }
+  return {};
+}
+
+// Positions in base.devices that the entry's `devices` selector picks, in base order.
+std::vector<bool> select(const Entry& e, const Inventory& inventory, const Resource& base,
+                         std::vector<std::string>& problems) {
+  std::vector<bool> chosen(base.devices.size(), false);
+  const auto& sel = e.spec->devices.value;
+  if (std::holds_alternative<DeviceSelector::All>(sel)) {
+    chosen.assign(base.devices.size(), true);
+  } else if (const int* count = std::get_if<int>(&sel)) {
+    const size_t n = std::min(base.devices.size(), static_cast<size_t>(std::max(*count, 0)));
+    if (static_cast<size_t>(std::max(*count, 0)) > base.devices.size())
+      problems.push_back(std::string(kind_name(e.kind)) + " for " + base.name + " asks for " + std::to_string(*count) +
+                         " devices but the node has " + std::to_string(base.devices.size()) + "; sharing all of them.");
+    std::fill_n(chosen.begin(), n, true);
+  } else {
+    for (const auto& item : std::get<std::vector<std::string>>(sel)) {
+      bool found = false;
+      for (size_t i = 0; i < base.devices.size(); ++i)
+        if (selects(item, inventory, base.devices[i])) chosen[i] = found = true;
+      if (!found)
+        problems.push_back(std::string(kind_name(e.kind)) + " for " + base.name + " names device \"" + item +
+                           "\", which is not part of that resource on this node; it is ignored.");
+    }
+  }
+  return chosen;
+}
+
+}  // namespace
+
+int mps_max_clients(const Gpu& gpu) {
+  return (gpu.cc_major > 7 || (gpu.cc_major == 7 && gpu.cc_minor >= 5)) ? 48 : 16;
+}
+
+void apply_sharing(const Config& config, const Inventory& inventory, ResourceMap& resources,
+                   std::vector<std::string>& problems) {
+  std::set<std::string> base_names;
+  for (const auto& [name, r] : resources) base_names.insert(name);
+  std::set<std::string> shared;  // base resources already claimed by an entry
+
+  for (const Entry& e : entries_of(config)) {
+    const ReplicatedResource& spec = *e.spec;
+    const std::string label = std::string(kind_name(e.kind)) + " for " + spec.name;
+    if (!base_names.contains(spec.name)) continue;
+    if (!shared.insert(spec.name).second) {
+      problems.push_back(label + " is configured more than once; only the first entry (MPS before time-slicing) "
+                         "applies.");
+      continue;
+    }
+    if (spec.replicas < 2) {
+      problems.push_back(label + " has replicas " + std::to_string(spec.replicas) +
+                         " (at least 2 needed); the resource is served unshared.");
+      continue;
+    }
+    Resource& base = resources.at(spec.name);
+    if (e.kind == SharingKind::Mps) {
+      if (const auto why = mps_refusal(config, inventory, base, spec.replicas); !why.empty()) {
+        problems.push_back(label + " is refused: " + why + "; the resource is served unshared.");
+        continue;
+      }
+    }
+    std::string target = spec.rename;
+    if (target.empty()) target = e.rename_by_default ? spec.name + ".shared" : spec.name;
+    if (target != spec.name && resources.contains(target)) {
+      problems.push_back(label + " renames it to " + target +
+                         ", which is already a resource on this node; the resource is served unshared.");
+      continue;
+    }
+    const std::vector<bool> chosen = select(e, inventory, base, problems);
+    if (std::none_of(chosen.begin(), chosen.end(), [](bool b) { return b; })) {
+      problems.push_back(label + " selects no device on this node; the resource is served unshared.");
+      continue;
+    }
+
+    Resource out;
+    out.name = target;
+    out.vendor = base.vendor;
+    out.sharing = e.kind;
+    out.replicas = spec.replicas;
+    out.fail_requests_greater_than_one = e.fail_requests_greater_than_one;
+    out.devices.reserve(base.devices.size() * static_cast<size_t>(spec.replicas));
+    std::vector<AdvertisedDevice> rest;
+    for (size_t i = 0; i < base.devices.size(); ++i) {
+      const AdvertisedDevice& d = base.devices[i];
+      if (!chosen[i]) {
+        // Unselected devices stay under the original name; without a rename that is this same
+        // resource, where they are advertised once, unreplicated.
+        (target == spec.name ? out.devices : rest).push_back(d);
+        continue;
+      }
+      for (int n = 0; n < spec.replicas; ++n) {
+        AdvertisedDevice r = d;
+        r.id = replica_id(d.id, n);
+        r.replica = n;
+        out.devices.push_back(std::move(r));
+      }
+    }
+    if (target == spec.name) {
+      base = std::move(out);
+    } else {
+      base.devices = std::move(rest);
+      if (base.devices.empty()) resources.erase(spec.name);
+      resources.emplace(target, std::move(out));
+    }
+  }
+}
+
+}  // namespace kgpu::planner

@@ -1,0 +1,467 @@
+#include "server/daemon.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "plan/plan.h"
+#include "plan/plan_diff.h"
+#include "server/plugin_dir_watcher.h"
+#include "server/registrar.h"
+#include "server/resource_server.h"
+
+namespace kgpu::server {
+namespace fs = std::filesystem;
+
+std::string plugin_dir_of(const std::string& kubelet_socket) {
+  fs::path p(kubelet_socket);
+  std::string dir = p.parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+namespace {
+
+// A file descriptor closed on destruction.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void arm_timer(int fd, std::chrono::milliseconds delay) {
+  itimerspec spec{};
+  auto ms = std::max<int64_t>(1, delay.count());
+  spec.it_value.tv_sec = ms / 1000;
+  spec.it_value.tv_nsec = (ms % 1000) * 1000000;
+  ::timerfd_settime(fd, 0, &spec, nullptr);
+}
+
+void disarm_timer(int fd) {
+  itimerspec spec{};
+  ::timerfd_settime(fd, 0, &spec, nullptr);
+}
+
+void drain(int fd) {
+  uint64_t v;
+  while (::read(fd, &v, sizeof(v)) == sizeof(v)) {
+  }
+}
+
+bool socket_exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+sigset_t daemon_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+std::string device_summary(const Resource& r) {
+  size_t healthy = 0;
+  for (const auto& d : r.devices) healthy += d.healthy;
+  return std::to_string(r.devices.size()) + " devices, " + std::to_string(healthy) + " healthy";
+}
+
+}  // namespace
+
+struct Daemon::Impl {
+  DaemonOptions options;
+  std::string plugin_dir;
+
+  Fd signal_fd, event_fd, register_timer, discovery_timer;
+  std::optional<PluginDirWatcher> watcher;
+
+  std::mutex mu;  // guards tasks, observers, state (read by other threads)
+  std::deque<std::function<void()>> tasks;
+  std::vector<PlanObserver> observers;
+  StatePtr state;
+  bool stop_requested = false;
+
+  // Loop-thread only.
+  Config config;
+  Inventory inventory;
+  ResourcePlan plan;
+  std::map<std::string, std::unique_ptr<ResourceServer>> servers;
+  std::set<std::string> unregistered;         // resources waiting for a successful Register
+  bool kubelet_reachable = true;              // for logging once per state change
+  Backoff register_backoff{std::chrono::milliseconds(20), std::chrono::milliseconds(5000)};
+  Backoff discovery_backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(300000)};
+  bool discovery_failed = false;
+
+  std::string kubelet_socket() const { return plugin_dir + "/kubelet.sock"; }
+
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard lock(mu);
+      tasks.push_back(std::move(task));
+    }
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(event_fd.fd, &one, sizeof(one));
+  }
+
+  // --- planning ---
+
+  // Plans, diffs, updates servers. Returns false when a server could not start at all.
+  bool apply(Config new_config, Inventory new_inventory) {
+    ResourcePlan new_plan = kgpu::plan(new_config, new_inventory);
+    PlanDiff diff = diff_plans(plan, new_plan);
+    for (const auto& p : new_plan.problems)
+      if (std::find(plan.problems.begin(), plan.problems.end(), p) == plan.problems.end()) spdlog::warn("plan: {}", p);
+    auto snapshot = std::make_shared<const ServingState>(new_config, new_inventory, new_plan);
+    {
+      std::lock_guard lock(mu);
+      state = snapshot;
+    }
+    for (const auto& name : diff.removed) {
+      servers[name]->stop();
+      servers.erase(name);
+      unregistered.erase(name);
+      spdlog::info("{}: no longer advertised; endpoint stopped", name);
+    }
+    std::set<std::string> changed(diff.changed.begin(), diff.changed.end());
+    for (auto& [name, server] : servers) {
+      bool push = changed.count(name) > 0;
+      server->update(snapshot, push);
+      if (push) spdlog::info("{}: device list changed: {}", name, device_summary(*new_plan.find(name)));
+    }
+    bool ok = true;
+    for (const auto& name : diff.added) {
+      auto server = std::make_unique<ResourceServer>(name, plugin_dir, snapshot);
+      if (auto st = server->start(); !st) {
+        spdlog::error("{}: cannot serve: {}", name, st.error().message);
+        ok = false;
+        continue;
+      }
+      spdlog::info("{}: serving {} on {}", name, device_summary(*new_plan.find(name)), server->socket_path());
+      servers[name] = std::move(server);
+      unregistered.insert(name);
+    }
+    config = std::move(new_config);
+    inventory = std::move(new_inventory);
+    plan = std::move(new_plan);
+    notify_observers();
+    register_pending();
+    return ok;
+  }
+
+  void notify_observers() {
+    std::vector<PlanObserver> obs;
+    {
+      std::lock_guard lock(mu);
+      obs = observers;
+    }
+    for (auto& o : obs) o(config, inventory, plan);
+  }
+
+  // --- registration ---
+
+  void register_pending() {
+    if (unregistered.empty()) return;
+    std::vector<std::string> done;
+    Status last = ok_status();
+    for (const auto& name : unregistered) {
+      auto& server = servers.at(name);
+      if (!server->serving()) continue;
+      RegisterRequestInfo info{kubelet_socket(), server->endpoint(), name, true, false};
+      auto st = register_with_kubelet(info, options.register_timeout);
+      if (!st) {
+        last = st;
+        // Unavailable: the kubelet is not up (yet); everything else is an answer worth logging each time.
+        if (st.error().code != Error::Code::Unavailable) spdlog::error("{}", st.error().message);
+        if (st.error().code == Error::Code::Unavailable) break;  // the others would fail the same way
+        continue;
+      }
+      const Resource* r = plan.find(name);
+      spdlog::info("{}: registered with the kubelet (endpoint {}, {})", name, server->endpoint(),
+                   r ? device_summary(*r) : "0 devices");
+      done.push_back(name);
+    }
+    for (const auto& n : done) unregistered.erase(n);
+    if (!unregistered.empty()) {
+      if (kubelet_reachable) {
+        spdlog::warn("kubelet not reachable at {} ({}); retrying with backoff up to {} ms, and at once when it "
+                     "creates kubelet.sock",
+                     kubelet_socket(), last.ok() ? "registration pending" : last.error().message,
+                     options.register_backoff_max.count());
+      }
+      kubelet_reachable = false;
+      arm_timer(register_timer.fd, register_backoff.next());
+    } else {
+      if (!kubelet_reachable) spdlog::info("kubelet reachable again at {}", kubelet_socket());
+      kubelet_reachable = true;
+      register_backoff.reset();
+      disarm_timer(register_timer.fd);
+    }
+  }
+
+  // --- plugin directory events ---
+
+  void on_dir_changes(const DirChanges& changes) {
+    if (changes.directory_gone) {
+      spdlog::warn("device-plugin directory {} was removed; waiting for the kubelet to recreate it", plugin_dir);
+      // Re-create the watch when it reappears: watch its parent cheaply by retrying registration.
+      watcher.reset();
+      arm_timer(register_timer.fd, register_backoff.next());
+      return;
+    }
+    bool restart_seen = changes.kubelet_socket_created;
+    // Our sockets that no longer exist (the kubelet deletes every socket when it starts).
+    for (auto& [name, server] : servers) {
+      if (socket_exists(server->socket_path())) continue;
+      restart_seen = true;
+      if (auto st = server->restart(); !st) {
+        spdlog::error("{}: cannot serve again: {}", name, st.error().message);
+        continue;
+      }
+      unregistered.insert(name);
+    }
+    if (changes.kubelet_socket_created) {
+      spdlog::info("kubelet restart seen ({} created); registering every resource again", kubelet_socket());
+      for (auto& [name, server] : servers) unregistered.insert(name);
+      register_backoff.reset();
+    } else if (restart_seen) {
+      spdlog::info("our socket was deleted (kubelet restarting); serving again");
+    }
+    if (restart_seen || changes.overflow) register_pending();
+  }
+
+  void ensure_watcher() {
+    if (watcher) return;
+    std::error_code ec;
+    fs::create_directories(plugin_dir, ec);
+    auto w = PluginDirWatcher::open(plugin_dir);
+    if (!w) {
+      spdlog::error("{}", w.error().message);
+      return;
+    }
+    watcher.emplace(std::move(*w));
+  }
+
+  // --- discovery and reload ---
+
+  void rediscover(const Config& cfg, const char* why) {
+    auto inv = options.discover(cfg);
+    if (!inv) {
+      auto delay = discovery_backoff.next();
+      spdlog::error("discovery failed ({}): {}; retrying in {} ms", why, inv.error().message, delay.count());
+      discovery_failed = true;
+      arm_timer(discovery_timer.fd, delay);
+      apply(cfg, inventory);  // a new config still takes effect on the devices we know
+      return;
+    }
+    if (discovery_failed) spdlog::info("discovery succeeded after earlier failures: {} GPUs", inv->gpus.size());
+    discovery_failed = false;
+    discovery_backoff.reset();
+    disarm_timer(discovery_timer.fd);
+    for (const auto& w : inv->warnings) spdlog::warn("discovery: {}", w);
+    if (inv->gpus.size() != inventory.gpus.size())
+      spdlog::info("device count changed: {} -> {} GPUs", inventory.gpus.size(), inv->gpus.size());
+    apply(cfg, std::move(*inv));
+  }
+
+  void reload() {
+    Config next = config;
+    if (options.reload_config) {
+      auto loaded = options.reload_config();
+      if (!loaded) {
+        spdlog::error("SIGHUP: the new configuration is invalid; keeping the current plan. {}",
+                      loaded.error().message);
+        return;
+      }
+      next = std::move(*loaded);
+      spdlog::info("SIGHUP: configuration reloaded");
+    }
+    if (plugin_dir_of(next.kubelet_socket) != plugin_dir)
+      spdlog::warn("SIGHUP: a new kubelet socket directory takes effect only after a restart");
+    rediscover(next, "reload");
+  }
+
+  // --- the loop ---
+
+  void open_fds() {
+    sigset_t set = daemon_signals();
+    signal_fd.fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    event_fd.fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    register_timer.fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    discovery_timer.fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  }
+
+  int start() {
+    if (signal_fd.fd < 0 || event_fd.fd < 0 || register_timer.fd < 0 || discovery_timer.fd < 0) {
+      spdlog::error("cannot create the event loop's file descriptors: {}", std::strerror(errno));
+      return 1;
+    }
+    Config cfg = options.config;
+    if (auto st = check_socket_path(kubelet_socket()); !st) {
+      spdlog::error("{}", st.error().message);
+      return 1;
+    }
+    ensure_watcher();  // before serving: a kubelet restart during start-up must not be missed
+    auto inv = options.discover(cfg);
+    if (!inv) {
+      if (cfg.fail_on_init_error) {
+        spdlog::error("device discovery failed: {}", inv.error().message);
+        spdlog::error("failOnInitError=true: exiting. Set --fail-on-init-error=false to keep running without "
+                      "devices and retry discovery");
+        return 1;
+      }
+      auto delay = discovery_backoff.next();
+      spdlog::error("device discovery failed: {}", inv.error().message);
+      spdlog::warn("failOnInitError=false: serving zero devices; retrying discovery in {} ms", delay.count());
+      discovery_failed = true;
+      arm_timer(discovery_timer.fd, delay);
+      inv = Inventory{};
+    } else {
+      for (const auto& w : inv->warnings) spdlog::warn("discovery: {}", w);
+      spdlog::info("discovered {} GPUs (driver {})", inv->gpus.size(),
+                   inv->driver_version.empty() ? "unknown" : inv->driver_version);
+    }
+    if (!apply(cfg, std::move(*inv))) return 1;
+    if (plan.resources.empty()) spdlog::info("no resources to advertise");
+    return 0;
+  }
+
+  int loop() {
+    while (true) {
+      {
+        std::lock_guard lock(mu);
+        if (stop_requested) return 0;
+      }
+      pollfd fds[5] = {{signal_fd.fd, POLLIN, 0},
+                       {event_fd.fd, POLLIN, 0},
+                       {register_timer.fd, POLLIN, 0},
+                       {discovery_timer.fd, POLLIN, 0},
+                       {watcher ? watcher->fd() : -1, POLLIN, 0}};
+      int n = ::poll(fds, 5, -1);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        spdlog::error("poll: {}", std::strerror(errno));
+        return 1;
+      }
+      if (fds[4].revents & POLLIN) on_dir_changes(watcher->read_changes());
+      if (fds[0].revents & POLLIN) {
+        signalfd_siginfo info{};
+        while (::read(signal_fd.fd, &info, sizeof(info)) == sizeof(info)) {
+          if (info.ssi_signo == SIGHUP) {
+            spdlog::info("SIGHUP: reloading configuration and rediscovering devices");
+            reload();
+          } else {
+            spdlog::info("{}: shutting down", info.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+            return 0;
+          }
+        }
+      }
+      if (fds[1].revents & POLLIN) {
+        drain(event_fd.fd);
+        std::deque<std::function<void()>> work;
+        {
+          std::lock_guard lock(mu);
+          work.swap(tasks);
+        }
+        for (auto& t : work) t();
+      }
+      if (fds[2].revents & POLLIN) {
+        drain(register_timer.fd);
+        ensure_watcher();
+        // After a missed event (or none at all) re-serve anything whose socket vanished.
+        for (auto& [name, server] : servers)
+          if (!socket_exists(server->socket_path()) && server->restart()) unregistered.insert(name);
+        register_pending();
+      }
+      if (fds[3].revents & POLLIN) {
+        drain(discovery_timer.fd);
+        rediscover(config, "retry");
+      }
+    }
+  }
+
+  void shutdown() {
+    for (auto& [name, server] : servers) server->stop();
+    servers.clear();
+    spdlog::info("stopped; sockets removed");
+  }
+};
+
+Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
+  block_signals();
+  impl_->register_backoff = Backoff(options.register_backoff_initial, options.register_backoff_max);
+  impl_->discovery_backoff = Backoff(options.discovery_backoff_initial, options.discovery_backoff_max);
+  impl_->plugin_dir = plugin_dir_of(options.config.kubelet_socket);
+  impl_->config = options.config;
+  impl_->options = std::move(options);
+  impl_->open_fds();
+}
+
+Daemon::~Daemon() = default;
+
+void Daemon::block_signals() {
+  sigset_t set = daemon_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int Daemon::run() {
+  int rc = impl_->start();
+  if (rc == 0) rc = impl_->loop();
+  impl_->shutdown();
+  return rc;
+}
+
+void Daemon::update_inventory(std::function<Inventory(const Inventory&)> change) {
+  impl_->post([this, change = std::move(change)] {
+    Inventory next = change(impl_->inventory);
+    impl_->apply(impl_->config, std::move(next));
+  });
+}
+
+void Daemon::on_plan_changed(PlanObserver observer) {
+  std::lock_guard lock(impl_->mu);
+  impl_->observers.push_back(std::move(observer));
+}
+
+void Daemon::request_reload() {
+  impl_->post([this] { impl_->reload(); });
+}
+
+void Daemon::stop() {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stop_requested = true;
+  }
+  uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(impl_->event_fd.fd, &one, sizeof(one));
+}
+
+StatePtr Daemon::state() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->state;
+}
+
+std::string Daemon::plugin_dir() const { return impl_->plugin_dir; }
+
+}  // namespace kgpu::server

@@ -1,0 +1,74 @@
+#pragma once
+// Daemon: the `kgpu plugin` orchestrator. config -> discovery -> plan -> one ResourceServer per
+// resource, registered with the kubelet. One thread runs an event loop over a signalfd, an inotify
+// watch of the device-plugin directory, an eventfd for posted work and two timerfds (registration
+// and discovery retries): no polling, no periodic wake-ups.
+//
+// Every state change (health event, SIGHUP reload, rediscovery) goes through the loop thread and
+// ends in apply(): a new plan is diffed against the old one; unchanged resources keep their
+// endpoint, changed ones push ListAndWatch, removed ones stop (socket removed), added ones start
+// and register. Observers (labels, CDI, metrics) are called after each applied plan.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/inventory.h"
+#include "core/resource_plan.h"
+#include "core/result.h"
+#include "server/serving_state.h"
+
+namespace kgpu::server {
+
+struct DaemonOptions {
+  Config config;  // the initial effective config (already loaded and valid)
+  // Builds the Inventory; an Error means the backend (NVML) could not start.
+  std::function<Result<Inventory>(const Config&)> discover;
+  // Reloads the config on SIGHUP; null: SIGHUP only rediscovers.
+  std::function<Result<Config>()> reload_config;
+  std::chrono::milliseconds register_timeout{2000};
+  std::chrono::milliseconds register_backoff_initial{2};
+  std::chrono::milliseconds register_backoff_max{5000};
+  std::chrono::milliseconds discovery_backoff_initial{1000};
+  std::chrono::milliseconds discovery_backoff_max{300000};
+};
+
+using PlanObserver = std::function<void(const Config&, const Inventory&, const ResourcePlan&)>;
+
+class Daemon {
+ public:
+  explicit Daemon(DaemonOptions options);  // blocks SIGTERM/SIGINT/SIGHUP for the process
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (and threads it creates later), so
+  // only the daemon's signalfd sees them. Call before starting any other thread.
+  static void block_signals();
+
+  // Runs until SIGTERM/SIGINT or stop(). Returns the process exit code: 0 after a clean stop,
+  // 1 when start-up fails (discovery with failOnInitError=true, a socket path too long, ...).
+  int run();
+
+  // Thread-safe. Applies `change` to the current inventory on the loop thread, then re-plans.
+  void update_inventory(std::function<Inventory(const Inventory&)> change);
+  // Thread-safe. Called on the loop thread after every applied plan (and once at start-up).
+  // Register before run().
+  void on_plan_changed(PlanObserver observer);
+  void request_reload();  // as SIGHUP
+  void stop();            // as SIGTERM
+
+  StatePtr state() const;  // the current snapshot (null before run() has planned)
+  std::string plugin_dir() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The device-plugin directory for a kubelet socket path: its parent directory.
+std::string plugin_dir_of(const std::string& kubelet_socket);
+
+}  // namespace kgpu::server

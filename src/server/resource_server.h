@@ -1,0 +1,73 @@
+#pragma once
+// ResourceServer: serves ONE resource of the current plan as a v1beta1.DevicePlugin on a unix
+// socket <plugin dir>/kgpu-<resource, '/' -> '-'>.sock (mode 0600), with gRPC's callback API so
+// that every resource shares gRPC's few threads. It reads an immutable ServingState snapshot; the
+// daemon swaps in new snapshots with update(), which pushes ListAndWatch only when asked to.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/result.h"
+#include "deviceplugin/v1beta1/api.pb.h"
+#include "server/serving_state.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace kgpu::server {
+
+class WatchHub;
+class DevicePluginService;
+
+// "nvidia.com/gpu" -> "kgpu-nvidia.com-gpu.sock".
+std::string socket_file_name(const std::string& resource);
+// Error (InvalidArgument) when `path` does not fit in sockaddr_un::sun_path.
+Status check_socket_path(const std::string& path);
+
+// The ListAndWatch message for one resource of a plan (empty list if the plan lacks it).
+std::shared_ptr<const v1beta1::ListAndWatchResponse> device_list(const ResourcePlan& plan, const std::string& resource);
+
+struct ServerCounters {
+  std::atomic<uint64_t> allocations{0};
+  std::atomic<uint64_t> allocation_errors{0};
+  std::atomic<uint64_t> preferred_calls{0};
+  std::atomic<uint64_t> list_and_watch_updates{0};
+};
+
+class ResourceServer {
+ public:
+  ResourceServer(std::string resource, std::string plugin_dir, StatePtr state);
+  ~ResourceServer();  // stop()
+  ResourceServer(const ResourceServer&) = delete;
+  ResourceServer& operator=(const ResourceServer&) = delete;
+
+  // Creates the socket and serves. Error when the path is too long or the socket cannot be bound.
+  Status start();
+  // Ends ListAndWatch streams, shuts the server down, removes the socket. Idempotent.
+  void stop();
+  // stop() + start(): after the kubelet deleted our socket.
+  Status restart();
+  bool serving() const;
+
+  // Swaps in a new snapshot. push: send the new device list to every ListAndWatch stream.
+  void update(StatePtr state, bool push);
+
+  const std::string& resource() const { return resource_; }
+  std::string endpoint() const { return socket_file_name(resource_); }  // file name, for Register
+  std::string socket_path() const { return plugin_dir_ + "/" + endpoint(); }
+  size_t open_streams() const;
+  const ServerCounters& counters() const { return *counters_; }
+
+ private:
+  std::string resource_;
+  std::string plugin_dir_;
+  std::shared_ptr<ServerCounters> counters_;
+  std::shared_ptr<WatchHub> hub_;
+  std::shared_ptr<DevicePluginService> service_;  // holds the snapshot; lives across restarts
+  std::unique_ptr<grpc::Server> server_;
+  mutable std::mutex mu_;  // guards server_
+};
+
+}  // namespace kgpu::server

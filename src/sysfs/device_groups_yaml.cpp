@@ -1,0 +1,117 @@
+#include "sysfs/device_groups_yaml.h"
+
+#include <set>
+#include <string>
+
+namespace kgpu {
+namespace {
+
+std::string at(const YAML::Node& n) { return " (line " + std::to_string(n.Mark().line + 1) + ")"; }
+
+Result<std::string> scalar(const YAML::Node& n, const std::string& what) {
+  if (!n.IsScalar()) return Error::invalid(what + " must be a string" + at(n));
+  return n.Scalar();
+}
+
+Result<std::vector<std::string>> paths(const YAML::Node& n, const std::string& what) {
+  if (!n.IsSequence()) return Error::invalid(what + " must be a list of paths" + at(n));
+  std::vector<std::string> out;
+  for (const auto& item : n) {
+    auto s = scalar(item, what + " entry");
+    if (!s) return s.error();
+    if (s->empty() || s->front() != '/') return Error::invalid(what + " entry \"" + *s + "\" must be an absolute path" + at(item));
+    out.push_back(*s);
+  }
+  return out;
+}
+
+bool valid_resource(const std::string& r) {
+  size_t slash = r.find('/');
+  return slash != std::string::npos && slash > 0 && slash + 1 < r.size() && r.find('/', slash + 1) == std::string::npos &&
+         r.find(' ') == std::string::npos;
+}
+
+Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
+  if (!n.IsMap()) return Error::invalid("deviceGroups entry must be a map" + at(n));
+  static const std::set<std::string> known = {"resource", "devices", "sharedDevices", "replicas",
+                                              "permissions", "mounts", "env"};
+  GenericDeviceGroup g;
+  for (const auto& kv : n) {
+    const std::string key = kv.first.as<std::string>();
+    if (!known.count(key)) return Error::invalid("deviceGroups: unknown key \"" + key + "\"" + at(kv.first));
+  }
+  if (!n["resource"]) return Error::invalid("deviceGroups entry has no \"resource\"" + at(n));
+  auto res = scalar(n["resource"], "resource");
+  if (!res) return res.error();
+  if (!valid_resource(*res))
+    return Error::invalid("resource \"" + *res + "\" must look like <domain>/<name>" + at(n["resource"]));
+  g.resource = *res;
+  if (!n["devices"]) return Error::invalid("device group " + g.resource + " has no \"devices\"" + at(n));
+  auto devs = paths(n["devices"], "devices");
+  if (!devs) return devs.error();
+  if (devs->empty()) return Error::invalid("device group " + g.resource + ": \"devices\" is empty" + at(n["devices"]));
+  g.devices = std::move(*devs);
+  if (n["sharedDevices"]) {
+    auto shared = paths(n["sharedDevices"], "sharedDevices");
+    if (!shared) return shared.error();
+    g.shared_devices = std::move(*shared);
+  }
+  if (n["replicas"]) {
+    int r = 0;
+    if (!n["replicas"].IsScalar() || !YAML::convert<int>::decode(n["replicas"], r) || r < 1)
+      return Error::invalid("replicas must be an integer >= 1" + at(n["replicas"]));
+    g.replicas = r;
+  }
+  if (n["permissions"]) {
+    auto p = scalar(n["permissions"], "permissions");
+    if (!p) return p.error();
+    if (p->empty() || p->find_first_not_of("rwm") != std::string::npos)
+      return Error::invalid("permissions \"" + *p + "\" must be made of r, w, m" + at(n["permissions"]));
+    g.permissions = *p;
+  }
+  if (n["mounts"]) {
+    if (!n["mounts"].IsSequence()) return Error::invalid("mounts must be a list" + at(n["mounts"]));
+    for (const auto& m : n["mounts"]) {
+      if (!m.IsMap() || !m["containerPath"] || !m["hostPath"])
+        return Error::invalid("each mount needs containerPath and hostPath" + at(m));
+      GenericMount gm;
+      auto c = scalar(m["containerPath"], "containerPath");
+      if (!c) return c.error();
+      auto h = scalar(m["hostPath"], "hostPath");
+      if (!h) return h.error();
+      gm.container_path = *c;
+      gm.host_path = *h;
+      if (m["readOnly"] && !YAML::convert<bool>::decode(m["readOnly"], gm.read_only))
+        return Error::invalid("readOnly must be true or false" + at(m["readOnly"]));
+      g.mounts.push_back(std::move(gm));
+    }
+  }
+  if (n["env"]) {
+    if (!n["env"].IsMap()) return Error::invalid("env must be a map of NAME: value" + at(n["env"]));
+    for (const auto& kv : n["env"]) {
+      auto v = scalar(kv.second, "env value");
+      if (!v) return v.error();
+      g.env[kv.first.as<std::string>()] = *v;
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
+Result<std::vector<GenericDeviceGroup>> parse_device_groups(const YAML::Node& node) {
+  std::vector<GenericDeviceGroup> out;
+  if (!node || node.IsNull()) return out;
+  if (!node.IsSequence()) return Error::invalid("deviceGroups must be a list" + at(node));
+  std::set<std::string> seen;
+  for (const auto& item : node) {
+    auto g = parse_group(item);
+    if (!g) return g.error();
+    if (!seen.insert(g->resource).second)
+      return Error::invalid("device group " + g->resource + " is declared twice" + at(item));
+    out.push_back(std::move(*g));
+  }
+  return out;
+}
+
+}  // namespace kgpu

@@ -1,0 +1,139 @@
+#!/usr/bin/env node
+// Validates Kubernetes manifests offline: every document against the Kubernetes OpenAPI schema of
+// its apiVersion/kind (the validators the `kubernetes-models` npm package generates from the
+// upstream OpenAPI spec), then kgpu's own deployment rules, which the schema cannot express.
+//
+// Usage: node validate-manifests.js FILE...     (exit 0: all valid; 1: problems, one per line)
+//
+// Known limit: the Kubernetes schemas allow unknown fields (the API server only warns about them),
+// so a misspelled optional field passes the schema; the rules below cover the fields kgpu relies on.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const YAML = require('yaml');
+
+const problems = [];
+const report = (where, msg) => problems.push(`${where}: ${msg}`);
+
+function modelFor(apiVersion, kind) {
+  // "v1" -> kubernetes-models/v1/Kind, "apps/v1" -> kubernetes-models/apps/v1/Kind
+  if (typeof apiVersion !== 'string' || typeof kind !== 'string' || !/^[A-Za-z]+$/.test(kind)) return null;
+  const modulePath = `kubernetes-models/${apiVersion}/${kind}`;
+  try {
+    return require(modulePath)[kind];
+  } catch (e) {
+    return null;
+  }
+}
+
+function schemaCheck(where, doc) {
+  const Model = modelFor(doc.apiVersion, doc.kind);
+  if (!Model) {
+    report(where, `unknown apiVersion/kind ${doc.apiVersion}/${doc.kind}`);
+    return;
+  }
+  try {
+    new Model(doc).validate();
+  } catch (e) {
+    report(where, `schema: ${e.message}`);
+  }
+}
+
+// Rules for pod templates that the schema cannot check: references must resolve, and the
+// privilege model kgpu promises (no escalation, capabilities dropped unless privileged on purpose).
+function podRules(where, spec) {
+  const volumes = new Map((spec.volumes || []).map((v) => [v.name, v]));
+  if (volumes.size !== (spec.volumes || []).length) report(where, 'duplicate volume names');
+  const mounted = new Set();
+  for (const c of [...(spec.initContainers || []), ...(spec.containers || [])]) {
+    const cw = `${where} container ${c.name}`;
+    for (const m of c.volumeMounts || []) {
+      if (!volumes.has(m.name)) report(cw, `volumeMount ${m.name} has no volume`);
+      mounted.add(m.name);
+    }
+    const paths = (c.volumeMounts || []).map((m) => m.mountPath);
+    if (new Set(paths).size !== paths.length) report(cw, 'two volumeMounts share a mountPath');
+    const names = (c.env || []).map((e) => e.name);
+    const dup = names.find((n, i) => names.indexOf(n) !== i);
+    if (dup) report(cw, `env ${dup} set twice`);
+    for (const probe of [c.livenessProbe, c.readinessProbe]) {
+      const port = probe && probe.httpGet && probe.httpGet.port;
+      if (typeof port === 'string' && !(c.ports || []).some((p) => p.name === port)) {
+        report(cw, `probe port ${port} is not a named container port`);
+      }
+    }
+    const sc = c.securityContext || {};
+    if (!sc.privileged) {
+      if (sc.allowPrivilegeEscalation !== false) report(cw, 'allowPrivilegeEscalation must be false');
+      const drop = ((sc.capabilities || {}).drop || []);
+      if (!drop.includes('ALL')) report(cw, 'capabilities.drop must include ALL');
+    }
+    if (!Array.isArray(c.args) || c.args[0] !== 'plugin') report(cw, 'args must start with "plugin"');
+  }
+  for (const name of volumes.keys()) {
+    if (!mounted.has(name)) report(where, `volume ${name} is never mounted`);
+  }
+  const hostPaths = (spec.volumes || []).filter((v) => v.hostPath).map((v) => v.hostPath.path);
+  if (!hostPaths.includes('/var/lib/kubelet/device-plugins')) {
+    report(where, 'the kubelet device-plugins folder is not mounted');
+  }
+  const tolerates = (spec.tolerations || []).some((t) => t.key === 'nvidia.com/gpu' && t.operator === 'Exists');
+  if (!tolerates) report(where, 'no toleration for nvidia.com/gpu');
+}
+
+function daemonSetRules(where, doc) {
+  const spec = doc.spec || {};
+  const selector = ((spec.selector || {}).matchLabels) || {};
+  const labels = (((spec.template || {}).metadata || {}).labels) || {};
+  for (const [k, v] of Object.entries(selector)) {
+    if (labels[k] !== v) report(where, `selector ${k}=${v} does not match the pod template labels`);
+  }
+  if (!doc.metadata.namespace) report(where, 'no namespace');
+  const pod = (spec.template || {}).spec || {};
+  if (pod.priorityClassName !== 'system-node-critical') report(where, 'priorityClassName is not system-node-critical');
+  if (pod.shareProcessNamespace) report(where, 'shareProcessNamespace is not wanted (no sidecar)');
+  podRules(where, pod);
+}
+
+function main(files) {
+  let count = 0;
+  const seen = new Set();
+  for (const file of files) {
+    let docs;
+    try {
+      docs = YAML.parseAllDocuments(fs.readFileSync(file, 'utf8'), { uniqueKeys: true });
+    } catch (e) {
+      report(file, `cannot read: ${e.message}`);
+      continue;
+    }
+    docs.forEach((d, i) => {
+      const where = `${path.basename(file)}#${i}`;
+      if (d.errors.length) {
+        d.errors.forEach((e) => report(where, `YAML: ${e.message}`));
+        return;
+      }
+      const doc = d.toJS();
+      if (doc === null || doc === undefined) return;  // an empty document (e.g. a template that rendered nothing)
+      count++;
+      if (typeof doc !== 'object' || !doc.metadata || !doc.metadata.name) {
+        report(where, 'not a Kubernetes object with metadata.name');
+        return;
+      }
+      const id = `${file}|${doc.apiVersion}|${doc.kind}|${doc.metadata.namespace || ''}|${doc.metadata.name}`;
+      if (seen.has(id)) report(where, `duplicate ${doc.kind} ${doc.metadata.name}`);
+      seen.add(id);
+      schemaCheck(`${where} ${doc.kind}/${doc.metadata.name}`, doc);
+      if (doc.kind === 'DaemonSet') daemonSetRules(`${where} DaemonSet/${doc.metadata.name}`, doc);
+    });
+  }
+  if (count === 0) report('input', 'no Kubernetes objects found');
+  for (const p of problems) console.error(p);
+  console.log(`validate-manifests: ${count} objects in ${files.length} files, ${problems.length} problems`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+if (process.argv.length < 3) {
+  console.error('usage: validate-manifests.js FILE...');
+  process.exit(2);
+}
+process.exit(main(process.argv.slice(2)));

@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include "fixture_tree.h"
+#include "sysfs/backends.h"
+
+namespace kgpu {
+namespace {
+
+using testing::fixture_roots;
+
+GenericDeviceGroup rdma() {
+  GenericDeviceGroup g;
+  g.resource = "example.com/rdma";
+  g.devices = {"/dev/infiniband/uverbs*"};
+  g.shared_devices = {"/dev/infiniband/rdma_cm"};
+  g.replicas = 4;
+  return g;
+}
+
+GenericDeviceGroup fpga() {
+  GenericDeviceGroup g;
+  g.resource = "example.com/fpga";
+  g.devices = {"/dev/fpga*-mgmt", "/dev/fpga*-user"};
+  return g;
+}
+
+TEST(GenericBackend, EachMatchedFileIsADevice) {
+  auto inv = discover_generic({rdma()}, fixture_roots("rdma"));
+  ASSERT_TRUE(inv.ok());
+  EXPECT_TRUE(inv->warnings.empty());
+  ASSERT_EQ(inv->gpus.size(), 2u);
+  EXPECT_EQ(inv->gpus[0].vendor, Vendor::Generic);
+  EXPECT_EQ(inv->gpus[0].uuid, "uverbs0");
+  EXPECT_EQ(inv->gpus[1].uuid, "uverbs1");
+  EXPECT_EQ(inv->gpus[1].index, 1);
+  EXPECT_EQ(inv->gpus[0].attributes.at("resource"), "example.com/rdma");
+  EXPECT_EQ(inv->gpus[0].attributes.at("replicas"), "4");
+  ASSERT_EQ(inv->gpus[0].device_nodes.size(), 1u);
+  EXPECT_EQ(inv->gpus[0].device_nodes[0].path, "/dev/infiniband/uverbs0");
+}
+
+TEST(GenericBackend, CompanionNodesPairByTheStarAndMissingOnesSkipTheDevice) {
+  auto inv = discover_generic({fpga()}, fixture_roots("rdma"));
+  ASSERT_TRUE(inv.ok());
+  ASSERT_EQ(inv->gpus.size(), 1u);
+  EXPECT_EQ(inv->gpus[0].uuid, "fpga0-mgmt");
+  ASSERT_EQ(inv->gpus[0].device_nodes.size(), 2u);
+  EXPECT_EQ(inv->gpus[0].device_nodes[1].path, "/dev/fpga0-user");
+  ASSERT_EQ(inv->warnings.size(), 1u);
+  EXPECT_NE(inv->warnings[0].find(testing::fixture("rdma") + "/dev/fpga1-user"), std::string::npos) << inv->warnings[0];
+}
+
+TEST(GenericBackend, MissingSharedNodeSkipsTheGroupButNotOthers) {
+  auto broken = rdma();
+  broken.shared_devices = {"/dev/infiniband/nope"};
+  auto inv = discover_generic({broken, fpga()}, fixture_roots("rdma"));
+  ASSERT_TRUE(inv.ok());
+  ASSERT_EQ(inv->gpus.size(), 1u);
+  EXPECT_EQ(inv->gpus[0].attributes.at("resource"), "example.com/fpga");
+  EXPECT_NE(inv->warnings[0].find("/dev/infiniband/nope"), std::string::npos);
+}
+
+TEST(GenericBackend, AFileClaimedTwiceBelongsToTheFirstGroup) {
+  auto second = rdma();
+  second.resource = "example.com/verbs";
+  auto inv = discover_generic({rdma(), second}, fixture_roots("rdma"));
+  ASSERT_TRUE(inv.ok());
+  ASSERT_EQ(inv->gpus.size(), 2u);
+  EXPECT_EQ(inv->warnings.size(), 2u);
+}
+
+TEST(GenericBackend, NoMatchesIsEmptyNotAnError) {
+  auto inv = discover_generic({rdma()}, fixture_roots("amd-mi210"));
+  ASSERT_TRUE(inv.ok());
+  EXPECT_TRUE(inv->gpus.empty());
+}
+
+}  // namespace
+}  // namespace kgpu
