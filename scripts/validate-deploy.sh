@@ -2,7 +2,8 @@
 # Validates kgpu's deployment files without a cluster or a Docker engine (ctest runs each mode as
 # its own test; see tests/deploy/CMakeLists.txt):
 #   validate-deploy.sh static                      every deploy/static manifest against the Kubernetes schemas
-#   validate-deploy.sh helm RENDERER VALUES.yaml   render the chart with VALUES and validate every object
+#   validate-deploy.sh helm RENDERER VALUES.yaml   render the chart with VALUES, validate every object and
+#                                                  check tests/deploy/expect/<VALUES name>.txt
 #   validate-deploy.sh dockerfile                  structure and file/package checks of deploy/Dockerfile
 #   validate-deploy.sh negative RENDERER           the checkers reject known-bad inputs (they can fail)
 # Tools: node + tests/deploy/node_modules (scripts/install-deploy-deps.sh), python3, and the
@@ -68,6 +69,13 @@ case "$mode" in
     rendered="$out/$(basename "$values")"
     "$renderer" -f "$values" --name kgpu --namespace kube-system "$chart" > "$rendered"
     validate "$rendered"
+    # Each example must show that it changes what it claims to: tests/deploy/expect/<example>.txt.
+    expect="$deploy_tests/expect/$(basename "$values" .yaml).txt"
+    if [ ! -f "$expect" ]; then
+      echo "FAIL: no expectations file $expect for example $(basename "$values")" >&2
+      exit 1
+    fi
+    node "$deploy_tests/check-expectations.js" "$rendered" "$expect"
     ;;
   dockerfile)
     python3 "$deploy_tests/lint_dockerfile.py" "$root"
@@ -81,6 +89,12 @@ case "$mode" in
       validate "$deploy_tests/bad/unknown-kind.yaml"
     expect_failure "ambiguous default config" "config.default is required" -- \
       "$renderer" -f "$deploy_tests/bad/values-ambiguous-default.yaml" "$chart"
+    out="$(mktemp -d)"
+    trap 'rm -rf "$out"' EXIT
+    "$renderer" -f "$chart/examples/default.yaml" --name kgpu --namespace kube-system "$chart" > "$out/default.yaml"
+    expect_failure "CPU-manager expectations on the default rendering" \
+      "privileged is undefined, expected true" "PASS_DEVICE_SPECS].value is undefined" -- \
+      node "$deploy_tests/check-expectations.js" "$out/default.yaml" "$deploy_tests/expect/cpu-manager.txt"
     expect_failure "bad Dockerfile" "kgpu-no-such-package-xyz not found" "no/such/file does not exist" \
       "non-root USER" "NVIDIA_VISIBLE_DEVICES=all" -- \
       python3 "$deploy_tests/lint_dockerfile.py" "$root" "$deploy_tests/bad/Dockerfile"

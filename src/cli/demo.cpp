@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/command.h"
@@ -204,7 +205,9 @@ int run_demo(const DemoArgs& args) {
     return 1;
   }
 
-  std::cout << "1. Starting the plugin: " << join(plugin_argv) << "\n";
+  std::cout << "1. Starting the plugin:";
+  for (const auto& a : plugin_argv) std::cout << " " << a;
+  std::cout << "\n";
   std::string log = tmp + "/plugin.log";
   auto t0 = Clock::now();
   Child plugin(plugin_argv, {"LD_LIBRARY_PATH=" + nvml_dir, "KGPU_FAKE_NVML_FLEET=" + fleet}, log);

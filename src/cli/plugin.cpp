@@ -1,5 +1,7 @@
 // `kgpu plugin`: the node daemon. Loads the config (NVIDIA-compatible flags, env and file), then
 // hands over to server::Daemon until SIGTERM/SIGINT.
+#include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -10,6 +12,10 @@
 #include "config/loader.h"
 #include "server/daemon.h"
 #include "server/node_discovery.h"
+#include "cli/plugin_wiring.h"
+#include "metrics/metrics_server.h"
+#include "metrics/plan_metrics.h"
+#include "mps/readiness.h"
 
 namespace {
 
@@ -40,9 +46,10 @@ int run_plugin(const PluginArgs& args) {
   }
   // Before any thread exists, so that only the daemon's signalfd receives the signals.
   kgpu::server::Daemon::block_signals();
+  const kgpu::Config& config = loaded->config;
   auto discovery = std::make_shared<kgpu::server::NodeDiscovery>();
   kgpu::server::DaemonOptions options;
-  options.config = loaded->config;
+  options.config = config;
   options.discover = [discovery](const kgpu::Config& c) { return discovery->discover(c); };
   options.reload_config = [flags = args.flags, strict = args.strict]() -> kgpu::Result<kgpu::Config> {
     auto reloaded = kgpu::load_config(flags, kgpu::process_environment(), strict);
@@ -50,10 +57,53 @@ int run_plugin(const PluginArgs& args) {
     log_lines(spdlog::level::warn, kgpu::format_diagnostics(reloaded->diagnostics));
     return reloaded->config;
   };
+  // An MPS resource is advertised only once `kgpu mps-daemon` reports its control daemon ready.
+  options.plan_filter = [](const kgpu::Config& c, kgpu::ResourcePlan plan) {
+    return kgpu::withhold_unready_mps(std::move(plan), [&c](const kgpu::Resource& r) { return kgpu::mps_ready(c, r); });
+  };
+
+  // Metrics first: the registry must exist before any server reports into it.
+  kgpu::Metrics metrics(KGPU_VERSION);
+  std::unique_ptr<kgpu::MetricsServer> metrics_server;
+  if (!config.metrics_addr.empty()) {
+    auto started = kgpu::MetricsServer::start(config.metrics_addr, metrics, [&metrics] { return metrics.all_registered(); });
+    if (!started) {
+      spdlog::error("cannot serve metrics on {}: {}", config.metrics_addr, started.error().message);
+      return 1;
+    }
+    metrics_server = std::move(*started);
+    spdlog::info("metrics: serving /metrics, /healthz and /readyz on {}:{}", metrics_server->host(),
+                 metrics_server->port());
+    options.events = std::make_shared<kgpu::cli::MetricsEvents>(metrics);
+  }
+
   spdlog::info("kgpu {} starting; device-plugin directory {}", KGPU_VERSION,
                kgpu::server::plugin_dir_of(options.config.kubelet_socket));
   kgpu::server::Daemon daemon(std::move(options));
-  return daemon.run();
+  kgpu::cli::HealthWiring health(daemon, discovery, metrics_server ? &metrics : nullptr);
+  kgpu::cli::LabelsWriter labels(static_cast<int64_t>(std::time(nullptr)));
+  kgpu::cli::CdiWriter cdi;
+  kgpu::cli::SysfsHealthWatcher sysfs_health(daemon);
+  if (metrics_server)
+    daemon.on_plan_changed([&metrics](const kgpu::Config&, const kgpu::Inventory&, const kgpu::ResourcePlan& plan) {
+      kgpu::record_plan(metrics, plan);
+    });
+  daemon.on_plan_changed([&](const kgpu::Config& c, const kgpu::Inventory& i, const kgpu::ResourcePlan& p) {
+    cdi.on_plan(c, i, p);
+    labels.on_plan(c, i, p);
+    health.on_plan(c, i, p);
+    sysfs_health.on_plan(c, i, p);
+  });
+  int rc = daemon.run();
+  labels.on_exit();
+  if (metrics_server) metrics_server->stop();
+  if (!health.stop()) {
+    // A thread is still inside nvmlEventSetWait: it must not meet NVML's static destructors.
+    spdlog::warn("health monitor did not stop in time; exiting without running destructors");
+    spdlog::shutdown();
+    std::_Exit(rc);
+  }
+  return rc;
 }
 
 void setup_plugin(CLI::App& root) {

@@ -2,6 +2,7 @@
 // checks that need the merged result. Every layer validates through the settings table.
 #include "config/loader.h"
 
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "config/checks.h"
 #include "config/parse_context.h"
 #include "config/settings.h"
+#include "config/xid_policy.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -40,46 +42,25 @@ void apply_text(const Setting& s, const std::string& text, const std::string& or
   out.origins[s.key] = origin;
 }
 
-// DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS, with NVIDIA's meanings: "all", "xids", or
-// XIDs to add to (disable) or remove from (enable) the ignore list.
+// DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS, with NVIDIA's meanings (config/xid_policy.h);
+// an entry that is neither "all", "xids" nor an XID number is a configuration error.
 void apply_health_env(const std::map<std::string, std::string>& env, Config& config, LoadedConfig& out) {
-  auto bad = [&](const std::string& name, const std::string& item) {
-    out.diagnostics.push_back({Diagnostic::Severity::Error, "env " + name, 0, 0,
-                               "invalid value \"" + item + "\" (valid: all, xids, or XID numbers)"});
-  };
-  if (auto it = env.find("DP_DISABLE_HEALTHCHECKS"); it != env.end()) {
-    const std::string origin = "env DP_DISABLE_HEALTHCHECKS";
-    for (const auto& item : config_detail::split_list(it->second)) {
-      if (item == "all") {
-        config.health.enabled = false;
-        out.origins["kgpu.health.enabled"] = origin;
-      } else if (item == "xids") {
-        config.health.xids_enabled = false;
-        out.origins["kgpu.health.xidsEnabled"] = origin;
-      } else if (auto xid = config_detail::parse_uint(item)) {
-        auto& ignored = config.health.ignored_xids;
-        if (std::find(ignored.begin(), ignored.end(), *xid) == ignored.end()) ignored.push_back(*xid);
-        out.origins["kgpu.health.ignoredXids"] = origin;
-      } else {
-        bad("DP_DISABLE_HEALTHCHECKS", item);
-      }
-    }
+  auto disable = env.find("DP_DISABLE_HEALTHCHECKS");
+  auto enable = env.find("DP_ENABLE_HEALTHCHECKS");
+  std::optional<std::string> disable_value, enable_value;
+  if (disable != env.end()) disable_value = disable->second;
+  if (enable != env.end()) enable_value = enable->second;
+  if (!disable_value && !enable_value) return;
+  auto applied = kgpu::apply_health_env(config.health, disable_value, enable_value);
+  for (const auto& w : applied.warnings) {
+    std::string name = w.substr(0, w.find(':'));
+    out.diagnostics.push_back({Diagnostic::Severity::Error, "env " + name, 0, 0, w});
   }
-  if (auto it = env.find("DP_ENABLE_HEALTHCHECKS"); it != env.end()) {
-    const std::string origin = "env DP_ENABLE_HEALTHCHECKS";
-    for (const auto& item : config_detail::split_list(it->second)) {
-      auto& ignored = config.health.ignored_xids;
-      if (item == "all") {
-        ignored.clear();
-      } else if (auto xid = config_detail::parse_uint(item)) {
-        ignored.erase(std::remove(ignored.begin(), ignored.end(), *xid), ignored.end());
-      } else {
-        bad("DP_ENABLE_HEALTHCHECKS", item);
-        continue;
-      }
-      out.origins["kgpu.health.ignoredXids"] = origin;
-    }
-  }
+  const std::string origin = disable_value ? "env DP_DISABLE_HEALTHCHECKS" : "env DP_ENABLE_HEALTHCHECKS";
+  if (applied.config.enabled != config.health.enabled) out.origins["kgpu.health.enabled"] = origin;
+  if (applied.config.xids_enabled != config.health.xids_enabled) out.origins["kgpu.health.xidsEnabled"] = origin;
+  if (applied.config.ignored_xids != config.health.ignored_xids) out.origins["kgpu.health.ignoredXids"] = origin;
+  config.health = std::move(applied.config);
 }
 
 // The first env var of `s` that is set. Empty values count as set only for free-text settings

@@ -216,7 +216,7 @@ std::vector<Setting> build_settings() {
     s.show = [](const Config& c) { return "[" + join(c.backends, ", ") + "]"; };
     t.push_back(std::move(s));
   }
-  t.push_back(boolean("kgpu.labels.enabled", {"--labels-enabled"}, {"KGPU_LABELS_ENABLED"},
+  t.push_back(boolean("kgpu.labels.enabled", {"--labels-enabled", "--labels"}, {"KGPU_LABELS_ENABLED"},
                       "write node labels from the daemon", &Config::labels_enabled));
   t.push_back(boolean("kgpu.labels.keepOnExit", {"--keep-labels-on-exit"}, {"KGPU_KEEP_LABELS_ON_EXIT"},
                       "leave labels in place when the daemon stops", &Config::keep_labels_on_exit));

@@ -1,5 +1,7 @@
 #include "core/inventory.h"
 
+#include <algorithm>
+
 #include "core/resource_plan.h"
 
 namespace kgpu {
@@ -46,6 +48,9 @@ Inventory merge(std::vector<Inventory> parts) {
         out.topology.links[offset + a][offset + b] = p.topology.links[a][b];
     for (auto& g : p.gpus) out.gpus.push_back(std::move(g));
     for (auto& w : p.warnings) out.warnings.push_back(std::move(w));
+    for (auto& n : p.control_nodes)
+      if (std::find(out.control_nodes.begin(), out.control_nodes.end(), n) == out.control_nodes.end())
+        out.control_nodes.push_back(std::move(n));
     offset += p.gpus.size();
   }
   if (total == 0) out.topology.links.clear();

@@ -105,6 +105,10 @@ struct Inventory {
   // Problems found during discovery that did not stop it (a GPU whose handle failed, a bad sysfs
   // file). Each names the device and the cause.
   std::vector<std::string> warnings;
+  // Control device nodes present on the host (NVIDIA: /dev/nvidiactl, /dev/nvidia-uvm,
+  // /dev/nvidia-uvm-tools, /dev/nvidia-modeset), container paths. Empty when the backend did not
+  // look: NVIDIA edits then assume nvidiactl + the two UVM nodes and leave nvidia-modeset out.
+  std::vector<DeviceNodeRef> control_nodes;
   bool operator==(const Inventory&) const = default;
 
   const Gpu* find_by_uuid(const std::string& uuid) const;

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "health/xid_policy.h"
+#include "config/xid_policy.h"
 
 namespace kgpu {
 

@@ -10,7 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "health/xid_policy.h"
+#include "config/xid_policy.h"
 
 namespace kgpu {
 
@@ -206,8 +206,12 @@ struct HealthMonitor::State {
       t.interval = milliseconds(cfg.recovery_probe_interval_ms);
       t.next_probe = std::min(now + t.interval, t.bad_since + quiet);
     }
+    for (const auto& key : recovered) tracked.erase(key);
+    {
+      std::lock_guard lock(mu);
+      stats.unhealthy_tracked = tracked.size();
+    }
     for (const auto& key : recovered) {
-      tracked.erase(key);
       HealthEvent e{std::get<0>(key), HealthEvent::Kind::Recovered, 0, std::nullopt, std::nullopt, {}};
       if (std::get<1>(key) >= 0) e.gpu_instance_id = std::get<1>(key);
       if (std::get<2>(key) >= 0) e.compute_instance_id = std::get<2>(key);
@@ -216,8 +220,6 @@ struct HealthMonitor::State {
       if (std::get<1>(key) < 0 && !is_watched(e.gpu_uuid) && set) watch_gpu(e.gpu_uuid);
       emit(std::move(e));
     }
-    std::lock_guard lock(mu);
-    stats.unhealthy_tracked = tracked.size();
   }
 
   std::optional<Clock::time_point> next_probe_time() const {
@@ -393,7 +395,7 @@ Status HealthMonitor::start(const Inventory& inventory) {
   return ok_status();
 }
 
-void HealthMonitor::stop() {
+bool HealthMonitor::stop() {
   State& s = *state_;
   {
     std::lock_guard lock(s.mu);
@@ -405,16 +407,19 @@ void HealthMonitor::stop() {
     std::unique_lock lock(s.mu);
     bool done = s.cv.wait_for(lock, s.options.stop_grace, [&] { return s.event_thread_done; });
     lock.unlock();
-    if (done) {
-      s.event_thread.join();
-    } else {
+    if (!done) {
       // Blocked in nvmlEventSetWait, which cannot be interrupted: it finishes on its own at the
       // wait timeout and releases NVML; the shared state keeps everything it touches alive.
+      spdlog::warn("health: event thread still inside NVML after {} ms; detached",
+                   s.options.stop_grace.count());
       s.event_thread.detach();
+      return false;
     }
+    s.event_thread.join();
   } else if (!s.threads_started) {
     s.release_nvml();
   }
+  return true;
 }
 
 void HealthMonitor::set_config(const HealthConfig& config) {

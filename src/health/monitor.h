@@ -9,12 +9,15 @@
 // is already badly wrong downstream).
 //
 // Wake-ups: while every device is healthy the thread sleeps inside nvmlEventSetWait with
-// `idle_wait_ms` (default 10 minutes) as timeout; NVML offers no way to interrupt that wait, so the
-// timeout only bounds how long a stopped monitor's thread lingers. stop() waits `stop_grace` for
-// it and otherwise detaches it: the thread owns its state through a shared pointer, never calls the
-// callback after stop(), and frees its event set when the wait returns. While a device is unhealthy
-// (and recovery is on) the wait timeout is shortened to the next scheduled probe.
-//
+// `idle_wait_ms` as timeout. NVML offers no way to interrupt that wait, so the timeout is what
+// bounds stop(): stop() waits up to `stop_grace` (longer than the idle wait) for the thread and
+// joins it. Only if it is still stuck after that is it detached (it owns its state through a shared
+// pointer, never calls the callback after stop(), and frees its event set when the wait returns);
+// stop() then returns false and the caller should leave the process with std::quick_exit/_exit,
+// since a thread inside NVML must not meet the library's static destructors. The default of 500 ms
+// keeps daemon shutdown under a second at the cost of two wake-ups a second of this one thread; a
+// caller that exits with _exit may raise it (minutes) to get an idle daemon with no wake-ups.
+// While a device is unhealthy (and recovery is on) the wait is shortened to the next probe.
 // Recovery: an unhealthy device is probed (handle by UUID + a PCI info query) first after
 // recovery_probe_interval_ms, backing off to recovery_probe_max_interval_ms while probes fail; once
 // it has answered correctly and seen no new event for recovery_quiet_period_ms, Recovered is
@@ -36,8 +39,8 @@ namespace kgpu {
 
 struct HealthMonitorOptions {
   HealthConfig config;
-  uint32_t idle_wait_ms = 10 * 60 * 1000;
-  std::chrono::milliseconds stop_grace{100};
+  uint32_t idle_wait_ms = 500;
+  std::chrono::milliseconds stop_grace{1500};
   size_t queue_capacity = 1024;
   uint32_t wait_error_backoff_ms = 100;       // after an NVML wait error; doubles ...
   uint32_t wait_error_max_backoff_ms = 30000;  // ... up to this
@@ -69,7 +72,8 @@ class HealthMonitor {
   // Error. With health checks disabled it starts nothing and succeeds.
   Status start(const Inventory& inventory);
   // Stops delivering at once; joins the dispatcher, and the event thread within stop_grace.
-  void stop();
+  // False when the event thread had to be detached (still blocked in NVML; see above).
+  bool stop();
   // New policy (e.g. after a config reload), used from the next event on.
   void set_config(const HealthConfig& config);
   HealthMonitorStats stats() const;

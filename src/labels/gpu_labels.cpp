@@ -13,8 +13,8 @@ namespace {
 constexpr uint64_t kMiB = 1024 * 1024;
 const std::string kGpuPrefix = "nvidia.com/gpu";
 const std::string kModelPrefix = "kgpu.io/gpu-model.";
-// The longest suffix appended to a MIG resource name part (".engines.decoder").
-constexpr size_t kLongestSuffix = 16;
+// The longest suffix appended to a MIG resource name part (".sharing-strategy").
+constexpr size_t kLongestSuffix = 17;
 
 // GFD's family names from the CUDA compute capability.
 std::string family(int major, int minor) {

@@ -100,6 +100,16 @@ void intel_labels(const Inventory& inv, std::map<std::string, std::string>& out)
     out["gpu.intel.com/device-id." + id + ".present"] = "true";
     out["gpu.intel.com/device-id." + id + ".count"] = std::to_string(count);
   }
+  // NFD's data-centre rules: family / product, when every GPU is the same known part.
+  std::set<std::string> families, products;
+  for (const Gpu* g : gpus) {
+    families.insert(label_value(attr(*g, "family")));
+    products.insert(label_value(attr(*g, "product-label")));
+  }
+  if (families.size() == 1 && !families.begin()->empty()) {
+    out["gpu.intel.com/family"] = *families.begin();
+    if (products.size() == 1 && !products.begin()->empty()) out["gpu.intel.com/product"] = *products.begin();
+  }
   out["gpu.intel.com/millicores"] = std::to_string(gpus.size() * 1000);
   if (mem_max > 0) out["gpu.intel.com/memory.max"] = std::to_string(mem_max);
   out["gpu.intel.com/tiles"] = std::to_string(tiles);

@@ -4,8 +4,11 @@
 //  AMD (k8s-node-labeller): amd.com/gpu.{family,device-id,product-name,vram,cu-count,simd-count}
 //    when every GPU agrees, beta.amd.com/gpu.<name>.<value> = count (legacy form, works on mixed
 //    nodes), amd.com/{compute,memory}-partitioning-supported, amd.com/compute-memory-partition.
+//    Partitions of one GPU count once; their CU/SIMD counts are the first partition's, as the
+//    labeller (which matches the card's render node) reports them.
 //  Intel (NFD rules + GPU plugin hook): gpu.intel.com/device-id.<class>-<id>.{present,count},
-//    gpu.intel.com/{millicores,memory.max,tiles,gpu-numbers[N],numa-gpu-map}.
+//    gpu.intel.com/{millicores,memory.max,tiles,gpu-numbers[N],numa-gpu-map}, and family/product
+//    for known data-centre parts on homogeneous nodes.
 #include <map>
 #include <string>
 

@@ -84,6 +84,28 @@ void Metrics::count_reload(bool ok) noexcept {
   (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed);
 }
 
+std::vector<std::string> Metrics::active_resources() const {
+  std::vector<std::string> names;
+  std::shared_lock lock(resources_mutex_);
+  for (const auto& [name, r] : resources_) {
+    if (r->active_.load(std::memory_order_relaxed)) names.push_back(name);
+  }
+  return names;
+}
+
+void Metrics::mark_planned() noexcept { planned_.store(true, std::memory_order_release); }
+
+bool Metrics::all_registered() const {
+  if (!planned_.load(std::memory_order_acquire)) return false;
+  std::shared_lock lock(resources_mutex_);
+  for (const auto& [name, r] : resources_) {
+    if (r->active_.load(std::memory_order_relaxed) && !r->registered_.load(std::memory_order_relaxed)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // ---- exposition -------------------------------------------------------------------------------
 
 std::string escape_label_value(std::string_view value) {

@@ -30,6 +30,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "metrics/histogram.h"
 
@@ -90,6 +91,14 @@ class Metrics {
   void count_xid(uint64_t xid);
   void count_reload(bool ok) noexcept;
 
+  // Names of the resources currently shown (not retired), sorted.
+  std::vector<std::string> active_resources() const;
+  // Called once the daemon has applied its first plan (record_plan does it).
+  void mark_planned() noexcept;
+  // The /readyz predicate the daemon can use: a plan has been applied and every resource in it
+  // is registered with the kubelet (set_registered). A plan with no resources is ready.
+  bool all_registered() const;
+
   // Prometheus text exposition format 0.0.4, families and series in a stable order.
   std::string render() const;
 
@@ -98,6 +107,7 @@ class Metrics {
   const double start_time_seconds_;
   std::atomic<uint64_t> reloads_ok_{0};
   std::atomic<uint64_t> reloads_failed_{0};
+  std::atomic<bool> planned_{false};
 
   mutable std::shared_mutex resources_mutex_;
   std::map<std::string, std::unique_ptr<ResourceMetrics>, std::less<>> resources_;

@@ -50,8 +50,11 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
 
   auto impl = std::make_unique<Impl>();
   auto& http = impl->http;
-  // Scrapes and probes are rare and tiny: two workers are plenty and keep the thread count low.
-  http.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // Scrapes and probes are rare and tiny, and the daemon's thread budget is small: one worker
+  // (plus the accept thread). Short timeouts bound how long a stalled client can hold it.
+  http.new_task_queue = [] { return new httplib::ThreadPool(1); };
+  http.set_read_timeout(2, 0);
+  http.set_write_timeout(2, 0);
   // No idle timer: the accept loop sleeps until a connection arrives (kgpu has no periodic wake-ups).
   http.set_idle_interval(0, 0);
   // httplib's default sets SO_REUSEPORT, which would let a second daemon (a stale pod on a

@@ -3,8 +3,8 @@
 //   GET /metrics  Prometheus text format (Metrics::render)
 //   GET /healthz  200 while the process serves HTTP (liveness)
 //   GET /readyz   200 when the readiness predicate holds (every resource registered), else 503
-// Built on cpp-httplib (Debian's libcpp-httplib), so no HTTP parsing lives in kgpu. The server uses
-// two worker threads and no idle timer: it sleeps in accept() until a request arrives.
+// Built on cpp-httplib (Debian's libcpp-httplib), so no HTTP parsing lives in kgpu. The server adds
+// two threads (accept + one worker) and no idle timer: it sleeps in accept() until a request arrives.
 #include <functional>
 #include <memory>
 #include <string>

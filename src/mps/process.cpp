@@ -105,10 +105,22 @@ Result<int> run_program(const std::vector<std::string>& argv, const std::map<std
   std::vector<std::string> envs = merged_environment(env);
   auto argp = pointers(args);
   auto envp = pointers(envs);
+  // Children start with no blocked signals and default dispositions: the caller may block SIGTERM
+  // etc. for its signalfd, and a daemon inheriting that mask could not be stopped by `quit`.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t empty, defaults;
+  sigemptyset(&empty);
+  sigemptyset(&defaults);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
   const int rc = argv[0].find('/') == std::string::npos
-                     ? ::posix_spawnp(&pid, argv[0].c_str(), &actions, nullptr, argp.data(), envp.data())
-                     : ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, argp.data(), envp.data());
+                     ? ::posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, argp.data(), envp.data())
+                     : ::posix_spawn(&pid, argv[0].c_str(), &actions, &attr, argp.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(in[0]);
   if (rc != 0) {

@@ -12,7 +12,8 @@
 namespace kgpu::mps {
 
 // Runs argv[0] (PATH lookup when it has no '/') with the current environment plus `env`, feeds
-// `stdin_text` on its stdin, and waits at most `timeout`. Returns the exit status (0–255; 128+N when
+// `stdin_text` on its stdin (keep it below a pipe buffer, 64 KiB, or the write itself may wait on a
+// child that never reads), and waits at most `timeout`. Returns the exit status (0–255; 128+N when
 // killed by signal N). A program that outlives the timeout is killed and reported as Unavailable.
 Result<int> run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                         const std::string& stdin_text, std::chrono::milliseconds timeout);

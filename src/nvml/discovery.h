@@ -12,7 +12,8 @@ namespace kgpu {
 struct NvidiaDiscoveryOptions {
   std::string sysfs_root = "/sys";   // NUMA: <sysfs_root>/bus/pci/devices/<bdf>/numa_node
   std::string proc_root = "/proc";   // MIG caps: <proc_root>/driver/nvidia-caps/mig-minors
-  std::string dev_root = "/";        // host root the device node paths are relative to (informational)
+  std::string dev_root = "/";        // root of /dev: device node paths are relative to it; the discovery
+                                     // loop watches <dev_root>/dev for the driver's nodes appearing
 };
 
 // Builds the Inventory. Initialises NVML for the duration of the call (reference counted, so an

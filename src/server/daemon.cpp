@@ -22,6 +22,7 @@
 
 #include "plan/plan.h"
 #include "plan/plan_diff.h"
+#include "server/config_file_watcher.h"
 #include "server/plugin_dir_watcher.h"
 #include "server/registrar.h"
 #include "server/resource_server.h"
@@ -68,6 +69,19 @@ void drain(int fd) {
   }
 }
 
+// Identity of a socket file (inode and change time, since inodes are reused), {0,0} when absent:
+// tells a recreated kubelet.sock from the one we registered with.
+struct FileId {
+  ino_t ino = 0;
+  int64_t ctime_ns = 0;
+  bool operator==(const FileId&) const = default;
+};
+FileId socket_inode(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  return {st.st_ino, static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
+}
+
 bool socket_exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
@@ -94,8 +108,9 @@ struct Daemon::Impl {
   DaemonOptions options;
   std::string plugin_dir;
 
-  Fd signal_fd, event_fd, register_timer, discovery_timer;
+  Fd signal_fd, event_fd, register_timer, discovery_timer, replan_timer;
   std::optional<PluginDirWatcher> watcher;
+  std::optional<ConfigFileWatcher> config_watcher;  // when the config comes from a file
 
   std::mutex mu;  // guards tasks, observers, state (read by other threads)
   std::deque<std::function<void()>> tasks;
@@ -110,6 +125,7 @@ struct Daemon::Impl {
   std::map<std::string, std::unique_ptr<ResourceServer>> servers;
   std::set<std::string> unregistered;         // resources waiting for a successful Register
   bool kubelet_reachable = true;              // for logging once per state change
+  FileId registered_inode;                     // kubelet.sock inode of our last successful Register
   Backoff register_backoff{std::chrono::milliseconds(20), std::chrono::milliseconds(5000)};
   Backoff discovery_backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(300000)};
   bool discovery_failed = false;
@@ -130,6 +146,14 @@ struct Daemon::Impl {
   // Plans, diffs, updates servers. Returns false when a server could not start at all.
   bool apply(Config new_config, Inventory new_inventory) {
     ResourcePlan new_plan = kgpu::plan(new_config, new_inventory);
+    if (options.plan_filter) {
+      size_t planned = new_plan.resources.size();
+      new_plan = options.plan_filter(new_config, std::move(new_plan));
+      if (new_plan.resources.size() < planned)
+        arm_timer(replan_timer.fd, options.withheld_replan_interval);
+      else
+        disarm_timer(replan_timer.fd);
+    }
     PlanDiff diff = diff_plans(plan, new_plan);
     for (const auto& p : new_plan.problems)
       if (std::find(plan.problems.begin(), plan.problems.end(), p) == plan.problems.end()) spdlog::warn("plan: {}", p);
@@ -141,6 +165,7 @@ struct Daemon::Impl {
     for (const auto& name : diff.removed) {
       servers[name]->stop();
       servers.erase(name);
+      if (options.events) options.events->unregistered(name);
       unregistered.erase(name);
       spdlog::info("{}: no longer advertised; endpoint stopped", name);
     }
@@ -152,7 +177,7 @@ struct Daemon::Impl {
     }
     bool ok = true;
     for (const auto& name : diff.added) {
-      auto server = std::make_unique<ResourceServer>(name, plugin_dir, snapshot);
+      auto server = std::make_unique<ResourceServer>(name, plugin_dir, snapshot, options.events);
       if (auto st = server->start(); !st) {
         spdlog::error("{}: cannot serve: {}", name, st.error().message);
         ok = false;
@@ -185,11 +210,13 @@ struct Daemon::Impl {
     if (unregistered.empty()) return;
     std::vector<std::string> done;
     Status last = ok_status();
+    FileId inode = socket_inode(kubelet_socket());  // before Register: a later recreation must not be missed
     for (const auto& name : unregistered) {
       auto& server = servers.at(name);
       if (!server->serving()) continue;
       RegisterRequestInfo info{kubelet_socket(), server->endpoint(), name, true, false};
       auto st = register_with_kubelet(info, options.register_timeout);
+      if (options.events) options.events->registration(name, st.ok());
       if (!st) {
         last = st;
         // Unavailable: the kubelet is not up (yet); everything else is an answer worth logging each time.
@@ -203,6 +230,7 @@ struct Daemon::Impl {
       done.push_back(name);
     }
     for (const auto& n : done) unregistered.erase(n);
+    if (!done.empty()) registered_inode = inode;
     if (!unregistered.empty()) {
       if (kubelet_reachable) {
         spdlog::warn("kubelet not reachable at {} ({}); retrying with backoff up to {} ms, and at once when it "
@@ -235,18 +263,26 @@ struct Daemon::Impl {
     for (auto& [name, server] : servers) {
       if (socket_exists(server->socket_path())) continue;
       restart_seen = true;
+      if (options.events) options.events->unregistered(name);
       if (auto st = server->restart(); !st) {
         spdlog::error("{}: cannot serve again: {}", name, st.error().message);
         continue;
       }
       unregistered.insert(name);
     }
-    if (changes.kubelet_socket_created) {
+    // We may already have registered with this very kubelet.sock (our socket's deletion came
+    // first and the kubelet was up by the time we re-registered): then there is nothing to redo.
+    bool already = changes.kubelet_socket_created && unregistered.empty() && registered_inode.ino != 0 &&
+                   socket_inode(kubelet_socket()) == registered_inode;
+    if (changes.kubelet_socket_created && !already) {
       spdlog::info("kubelet restart seen ({} created); registering every resource again", kubelet_socket());
-      for (auto& [name, server] : servers) unregistered.insert(name);
+      for (auto& [name, server] : servers) {
+        unregistered.insert(name);
+        if (options.events) options.events->unregistered(name);
+      }
       register_backoff.reset();
     } else if (restart_seen) {
-      spdlog::info("our socket was deleted (kubelet restarting); serving again");
+      spdlog::info("kubelet restart seen (our socket was deleted); serving and registering again");
     }
     if (restart_seen || changes.overflow) register_pending();
   }
@@ -290,15 +326,17 @@ struct Daemon::Impl {
     if (options.reload_config) {
       auto loaded = options.reload_config();
       if (!loaded) {
-        spdlog::error("SIGHUP: the new configuration is invalid; keeping the current plan. {}",
+        spdlog::error("reload: the new configuration is invalid; keeping the current plan. {}",
                       loaded.error().message);
+        if (options.events) options.events->config_reloaded(false);
         return;
       }
       next = std::move(*loaded);
-      spdlog::info("SIGHUP: configuration reloaded");
+      spdlog::info("reload: configuration loaded");
+      if (options.events) options.events->config_reloaded(true);
     }
     if (plugin_dir_of(next.kubelet_socket) != plugin_dir)
-      spdlog::warn("SIGHUP: a new kubelet socket directory takes effect only after a restart");
+      spdlog::warn("reload: a new kubelet socket directory takes effect only after a restart");
     rediscover(next, "reload");
   }
 
@@ -310,10 +348,12 @@ struct Daemon::Impl {
     event_fd.fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     register_timer.fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     discovery_timer.fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    replan_timer.fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   }
 
   int start() {
-    if (signal_fd.fd < 0 || event_fd.fd < 0 || register_timer.fd < 0 || discovery_timer.fd < 0) {
+    if (signal_fd.fd < 0 || event_fd.fd < 0 || register_timer.fd < 0 || discovery_timer.fd < 0 ||
+        replan_timer.fd < 0) {
       spdlog::error("cannot create the event loop's file descriptors: {}", std::strerror(errno));
       return 1;
     }
@@ -323,6 +363,12 @@ struct Daemon::Impl {
       return 1;
     }
     ensure_watcher();  // before serving: a kubelet restart during start-up must not be missed
+    if (!cfg.config_file.empty() && options.reload_config) {
+      if (auto w = ConfigFileWatcher::open(cfg.config_file); w)
+        config_watcher.emplace(std::move(*w));
+      else
+        spdlog::warn("config changes will need a SIGHUP: {}", w.error().message);
+    }
     auto inv = options.discover(cfg);
     if (!inv) {
       if (cfg.fail_on_init_error) {
@@ -353,12 +399,14 @@ struct Daemon::Impl {
         std::lock_guard lock(mu);
         if (stop_requested) return 0;
       }
-      pollfd fds[5] = {{signal_fd.fd, POLLIN, 0},
+      pollfd fds[7] = {{signal_fd.fd, POLLIN, 0},
                        {event_fd.fd, POLLIN, 0},
                        {register_timer.fd, POLLIN, 0},
                        {discovery_timer.fd, POLLIN, 0},
-                       {watcher ? watcher->fd() : -1, POLLIN, 0}};
-      int n = ::poll(fds, 5, -1);
+                       {watcher ? watcher->fd() : -1, POLLIN, 0},
+                       {replan_timer.fd, POLLIN, 0},
+                       {config_watcher ? config_watcher->fd() : -1, POLLIN, 0}};
+      int n = ::poll(fds, 7, -1);
       if (n < 0) {
         if (errno == EINTR) continue;
         spdlog::error("poll: {}", std::strerror(errno));
@@ -397,6 +445,14 @@ struct Daemon::Impl {
       if (fds[3].revents & POLLIN) {
         drain(discovery_timer.fd);
         rediscover(config, "retry");
+      }
+      if ((fds[6].revents & POLLIN) && config_watcher->changed()) {
+        spdlog::info("config file {} changed: reloading", config.config_file);
+        reload();
+      }
+      if (fds[5].revents & POLLIN) {
+        drain(replan_timer.fd);
+        apply(config, inventory);  // the plan filter may let withheld resources through now
       }
     }
   }

@@ -18,6 +18,7 @@
 #include "core/inventory.h"
 #include "core/resource_plan.h"
 #include "core/result.h"
+#include "server/server_events.h"
 #include "server/serving_state.h"
 
 namespace kgpu::server {
@@ -28,6 +29,13 @@ struct DaemonOptions {
   std::function<Result<Inventory>(const Config&)> discover;
   // Reloads the config on SIGHUP; null: SIGHUP only rediscovers.
   std::function<Result<Config>()> reload_config;
+  // Post-processes every plan before it is served (e.g. withholds MPS resources whose control
+  // daemon is not ready). While it leaves out resources the plan had, the daemon re-plans every
+  // `withheld_replan_interval` so they appear as soon as the filter lets them through.
+  std::function<ResourcePlan(const Config&, ResourcePlan)> plan_filter;
+  std::chrono::milliseconds withheld_replan_interval{1000};
+  // Hears about Allocate / GetPreferredAllocation / registrations (metrics); may be null.
+  std::shared_ptr<ServerEvents> events;
   std::chrono::milliseconds register_timeout{2000};
   std::chrono::milliseconds register_backoff_initial{2};
   std::chrono::milliseconds register_backoff_max{5000};

@@ -1,5 +1,7 @@
 #include "server/resource_server.h"
 
+#include <chrono>
+
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -57,8 +59,12 @@ std::shared_ptr<const v1beta1::ListAndWatchResponse> device_list(const ResourceP
 // The DevicePlugin service of one resource. Survives server restarts; holds the current snapshot.
 class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService {
  public:
-  DevicePluginService(std::string resource, StatePtr state, std::shared_ptr<ServerCounters> counters)
-      : resource_(std::move(resource)), state_(std::move(state)), counters_(std::move(counters)) {}
+  DevicePluginService(std::string resource, StatePtr state, std::shared_ptr<ServerCounters> counters,
+                      std::shared_ptr<ServerEvents> events)
+      : resource_(std::move(resource)),
+        state_(std::move(state)),
+        counters_(std::move(counters)),
+        events_(std::move(events)) {}
 
   void set_state(StatePtr s) {
     std::lock_guard lock(mu_);
@@ -96,7 +102,19 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
   grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx, const v1beta1::AllocateRequest* req,
                                      v1beta1::AllocateResponse* out) override {
     auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(allocate_all(*req, out));
+    auto start = std::chrono::steady_clock::now();
+    auto status = allocate_all(*req, out);
+    if (events_) {
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!status.ok()) {
+        events_->allocate_refused(resource_, seconds);
+      } else {
+        std::vector<size_t> devices;
+        for (const auto& c : req->container_requests()) devices.push_back(static_cast<size_t>(c.devices_ids_size()));
+        events_->allocated(resource_, seconds, devices);
+      }
+    }
+    reactor->Finish(status);
     return reactor;
   }
 
@@ -104,7 +122,11 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
                                                    const v1beta1::PreferredAllocationRequest* req,
                                                    v1beta1::PreferredAllocationResponse* out) override {
     auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(prefer_all(*req, out));
+    auto start = std::chrono::steady_clock::now();
+    auto status = prefer_all(*req, out);
+    if (events_)
+      events_->preferred(resource_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    reactor->Finish(status);
     return reactor;
   }
 
@@ -160,13 +182,15 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
   StatePtr state_;
   std::shared_ptr<WatchHub> hub_;
   std::shared_ptr<ServerCounters> counters_;
+  std::shared_ptr<ServerEvents> events_;  // may be null
 };
 
-ResourceServer::ResourceServer(std::string resource, std::string plugin_dir, StatePtr state)
+ResourceServer::ResourceServer(std::string resource, std::string plugin_dir, StatePtr state,
+                               std::shared_ptr<ServerEvents> events)
     : resource_(std::move(resource)),
       plugin_dir_(std::move(plugin_dir)),
       counters_(std::make_shared<ServerCounters>()),
-      service_(std::make_shared<DevicePluginService>(resource_, std::move(state), counters_)) {}
+      service_(std::make_shared<DevicePluginService>(resource_, std::move(state), counters_, std::move(events))) {}
 
 ResourceServer::~ResourceServer() { stop(); }
 

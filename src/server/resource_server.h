@@ -10,6 +10,7 @@
 
 #include "core/result.h"
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "server/server_events.h"
 #include "server/serving_state.h"
 
 namespace grpc {
@@ -38,7 +39,9 @@ struct ServerCounters {
 
 class ResourceServer {
  public:
-  ResourceServer(std::string resource, std::string plugin_dir, StatePtr state);
+  // `events` (may be null) hears about every Allocate / GetPreferredAllocation answered.
+  ResourceServer(std::string resource, std::string plugin_dir, StatePtr state,
+                 std::shared_ptr<ServerEvents> events = nullptr);
   ~ResourceServer();  // stop()
   ResourceServer(const ResourceServer&) = delete;
   ResourceServer& operator=(const ResourceServer&) = delete;

@@ -43,6 +43,12 @@ Result<Inventory> discover_generic(const std::vector<GenericDeviceGroup>& groups
 // through unchanged. Order and IDs of `previous` are kept; devices new in the rescan are appended.
 Inventory recheck_health(const Inventory& previous, const Inventory& rescanned);
 
+// Host directories whose entries change when a sysfs-backed device comes or goes: the daemon can
+// inotify them (devtmpfs supports inotify; sysfs does not) and rescan on change instead of polling.
+// AMD/Intel: <dev>/dev/dri; generic groups: the parent directory of every device pattern's first
+// wildcard-free prefix. Sorted, unique; directories need not exist yet.
+std::vector<std::string> rescan_watch_dirs(const Config& config, const struct BackendChoice& choice);
+
 // --- backend selection ---
 struct BackendChoice {
   bool nvidia = false, amd = false, intel = false, generic = false;

@@ -34,7 +34,7 @@ bool valid_resource(const std::string& r) {
 Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
   if (!n.IsMap()) return Error::invalid("deviceGroups entry must be a map" + at(n));
   static const std::set<std::string> known = {"resource", "devices", "sharedDevices", "replicas",
-                                              "permissions", "mounts", "env"};
+                                              "permissions", "mounts", "env", "sysfs"};
   GenericDeviceGroup g;
   for (const auto& kv : n) {
     const std::string key = kv.first.as<std::string>();
@@ -84,6 +84,18 @@ Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
       if (m["readOnly"] && !YAML::convert<bool>::decode(m["readOnly"], gm.read_only))
         return Error::invalid("readOnly must be true or false" + at(m["readOnly"]));
       g.mounts.push_back(std::move(gm));
+    }
+  }
+  if (n["sysfs"]) {
+    if (!n["sysfs"].IsSequence()) return Error::invalid("sysfs must be a list of {path, equals}" + at(n["sysfs"]));
+    for (const auto& m : n["sysfs"]) {
+      if (!m.IsMap() || !m["path"] || !m["equals"]) return Error::invalid("each sysfs match needs path and equals" + at(m));
+      auto p = scalar(m["path"], "sysfs path");
+      if (!p) return p.error();
+      auto e = scalar(m["equals"], "sysfs equals");
+      if (!e) return e.error();
+      if (p->empty() || p->front() != '/') return Error::invalid("sysfs path \"" + *p + "\" must be absolute (under the sysfs root)" + at(m["path"]));
+      g.sysfs_matches.push_back({*p, *e});
     }
   }
   if (n["env"]) {

@@ -9,6 +9,7 @@
 //         permissions: rw                       # cgroup device permissions, subset of "rwm"
 //         mounts: [{containerPath: /etc/x, hostPath: /etc/x, readOnly: true}]
 //         env: {KEY: value}
+//         sysfs: [{path: "/class/infiniband_verbs/uverbs*/device/vendor", equals: "0x15b3"}]
 // Errors name the offending key and its 1-based line.
 #include <vector>
 

@@ -77,6 +77,20 @@ Result<Inventory> discover_generic(const std::vector<GenericDeviceGroup>& groups
         g.device_nodes.push_back({companion});
       }
       if (!complete) continue;
+      bool matches = true;
+      for (const auto& m : group.sysfs_matches) {
+        const std::string file = sysfs::join(roots.sys, substitute(m.path, capture.value_or("")));
+        auto value = sysfs::read_trimmed(file);
+        if (!value) {
+          inv.warnings.push_back(who + ": cannot read " + file + " to match " + sysfs::join(roots.dev, primary) +
+                                 "; device skipped");
+        }
+        if (!value || *value != m.equals) {
+          matches = false;  // a different device (e.g. another vendor's NIC): not this group's
+          break;
+        }
+      }
+      if (!matches) continue;
       // The kubelet ID: the primary node's file name ("uverbs0"), made unique across groups.
       std::string id = basename_of(primary);
       if (ids.count(id)) id = std::to_string(gi) + "-" + id;

@@ -14,6 +14,15 @@ struct GenericMount {
   bool operator==(const GenericMount&) const = default;
 };
 
+// Only devices whose sysfs file holds `equals` belong to the group (e.g. the NIC vendor). `path` is
+// under the sysfs root; its '*' is replaced like a companion pattern's
+// ("/class/infiniband_verbs/uverbs*/device/vendor").
+struct GenericSysfsMatch {
+  std::string path;
+  std::string equals;
+  bool operator==(const GenericSysfsMatch&) const = default;
+};
+
 struct GenericDeviceGroup {
   std::string resource;  // "example.com/rdma": the resource the planner advertises
   // Device-file patterns, paths as seen in the container ("/dev/infiniband/uverbs*"), resolved under
@@ -28,6 +37,7 @@ struct GenericDeviceGroup {
   std::map<std::string, std::string> env;
   int replicas = 1;          // advertised IDs per device (planner honours attributes["replicas"])
   std::string permissions = "rw";
+  std::vector<GenericSysfsMatch> sysfs_matches;  // all must hold
   bool operator==(const GenericDeviceGroup&) const = default;
 };
 

@@ -61,6 +61,30 @@ int tile_count(const path& card, const std::string& driver) {
   return tiles == 0 ? 1 : tiles;
 }
 
+// Names for common discrete parts; data-centre ones also carry NFD's family/product label values.
+struct IntelPart {
+  uint32_t id;
+  const char* product;
+  const char* family;        // gpu.intel.com/family, "" when NFD gives none
+  const char* product_label; // gpu.intel.com/product
+};
+constexpr IntelPart kParts[] = {
+    {0x56c0, "Intel Data Center GPU Flex 170", "Flex_Series", "Flex_170"},
+    {0x56c1, "Intel Data Center GPU Flex 140", "Flex_Series", "Flex_140"},
+    {0x0bd5, "Intel Data Center GPU Max 1550", "Max_Series", "Max_1550"},
+    {0x0bda, "Intel Data Center GPU Max 1100", "Max_Series", "Max_1100"},
+    {0x56a0, "Intel Arc A770", "", ""},
+    {0x56a1, "Intel Arc A750", "", ""},
+    {0xe20b, "Intel Arc B580", "", ""},
+    {0xe20c, "Intel Arc B570", "", ""},
+};
+
+const IntelPart* find_part(uint64_t id) {
+  for (const auto& p : kParts)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
 }  // namespace
 
 bool intel_present(const SysfsRoots& roots) {
@@ -126,7 +150,12 @@ Result<Inventory> discover_intel(const SysfsRoots& roots) {
     g.pci_bus_id = *bdf;
     g.pci_device_id = static_cast<uint32_t>((*device_id << 16) | 0x8086u);
     g.numa_node = numa;
-    g.product = "Intel GPU " + hex4(*device_id);
+    const IntelPart* part = find_part(*device_id);
+    g.product = part ? part->product : "Intel GPU " + hex4(*device_id);
+    if (part && *part->family) {
+      g.attributes["family"] = part->family;
+      g.attributes["product-label"] = part->product_label;
+    }
     g.attributes["driver"] = *driver;
     g.attributes["device-id"] = hex4(*device_id);
     g.attributes["card"] = name;

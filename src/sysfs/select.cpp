@@ -1,4 +1,6 @@
 // Backend selection and the combined sysfs discovery entry point.
+#include <set>
+
 #include "sysfs/backends.h"
 #include "sysfs/fs_util.h"
 
@@ -80,6 +82,25 @@ Inventory discover_sysfs_backends(const Config& config) {
     return inv;
   }
   return discover_sysfs_backends(config, *choice);
+}
+
+}  // namespace kgpu
+
+namespace kgpu {
+
+std::vector<std::string> rescan_watch_dirs(const Config& config, const BackendChoice& choice) {
+  std::set<std::string> dirs;
+  const std::string dev = config.dev_root();
+  if (choice.amd || choice.intel) dirs.insert(sysfs::join(dev, "/dev/dri"));
+  if (choice.generic)
+    for (const auto& g : config.device_groups)
+      for (const auto& pattern : g.devices) {
+        // The deepest directory before any wildcard: "/dev/infiniband/uverbs*" -> "/dev/infiniband".
+        const size_t wild = pattern.find_first_of("*?[");
+        const size_t slash = pattern.rfind('/', wild == std::string::npos ? pattern.size() : wild);
+        dirs.insert(sysfs::join(dev, slash == 0 || slash == std::string::npos ? "/" : pattern.substr(0, slash)));
+      }
+  return {dirs.begin(), dirs.end()};
 }
 
 }  // namespace kgpu

@@ -3,6 +3,7 @@
 // example values file is shown to change what it claims to change:
 //   <Kind>/<name> <path> == <JSON value>
 //   <Kind>/<name> <path> absent
+//   <Kind>/<name> absent                  (the object is not rendered at all)
 // <path> is .a.b[0].c, where [key=value] picks the element of a list whose `key` equals value
 // (e.g. .spec.template.spec.containers[0].env[name=MIG_STRATEGY].value). '#' starts a comment.
 // Usage: node check-expectations.js RENDERED.yaml EXPECTATIONS.txt
@@ -43,6 +44,14 @@ fs.readFileSync(expectations, 'utf8').split('\n').forEach((raw, i) => {
   const line = raw.replace(/#.*$/, '').trim();
   if (!line) return;
   checks++;
+  const whole = line.match(/^(\S+)\s+absent$/);
+  if (whole) {
+    if (objects.has(whole[1])) {
+      console.error(`${expectations}:${i + 1}: ${whole[1]} should not be rendered`);
+      failures++;
+    }
+    return;
+  }
   const m = line.match(/^(\S+)\s+(\S+)\s+(==\s+(.+)|absent)$/);
   const where = `${expectations}:${i + 1}`;
   if (!m) {

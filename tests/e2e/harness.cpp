@@ -194,7 +194,7 @@ std::unique_ptr<ChildProcess> start_plugin(const PluginOptions& options, const s
   if (!options.fleet_file.empty()) {
     FakeNode node = make_fake_node(options.fleet_file, work_dir + "/node-" + options.name);
     if (options.fake_nvml) p.env = fake_nvml_env(node);
-    if (!node.root.empty()) {
+    if (!node.root.empty() && options.node_dir.empty()) {
       p.argv.insert(p.argv.end(), {"--sysfs-root", node.sysfs_root, "--proc-root", node.proc_root,
                                    "--dev-root", node.dev_root});
     }
@@ -204,6 +204,8 @@ std::unique_ptr<ChildProcess> start_plugin(const PluginOptions& options, const s
     p.env["LD_LIBRARY_PATH"] = work_dir + "/no-nvml-here";
     p.unset_env.push_back("KGPU_FAKE_NVML_FLEET");
   }
+  if (!options.node_dir.empty())
+    p.argv.insert(p.argv.end(), {"--sysfs-root", options.node_dir + "/sys", "--dev-root", options.node_dir});
   if (!options.config_file.empty()) p.argv.insert(p.argv.end(), {"--config-file", options.config_file});
   p.argv.insert(p.argv.end(), options.extra_args.begin(), options.extra_args.end());
   for (const auto& [k, v] : options.env) p.env[k] = v;

@@ -109,6 +109,9 @@ struct PluginOptions {
   std::vector<std::string> extra_args;
   std::map<std::string, std::string> env;
   std::string name = "plugin";                 // log file stem
+  // A fixture node tree (sys/ and dev/ inside) to use instead of the trees generated for the
+  // fleet: `--sysfs-root <node_dir>/sys --dev-root <node_dir>`.
+  std::string node_dir;
 };
 
 // The environment that makes `kgpu` load the fake NVML for `node`.

@@ -8,8 +8,7 @@
 #include <filesystem>
 #include <set>
 
-#include "e2e/harness.h"
-#include "server/kubelet_sim.h"
+#include "e2e/sim_fixture.h"
 
 namespace kgpu::test {
 namespace {
@@ -22,35 +21,10 @@ std::string join(const std::vector<std::string>& v) {
   return out;
 }
 
-class PluginE2E : public ::testing::Test {
+class PluginE2E : public SimE2E {
  protected:
-  void SetUp() override {
-    plugin_dir = work.path() + "/dp";
-    std::filesystem::create_directories(plugin_dir);
-    sim = std::make_unique<sim::KubeletSim>(plugin_dir);
-    ASSERT_TRUE(sim->start().ok());
-  }
-
-  std::unique_ptr<ChildProcess> start(PluginOptions options = {}) {
-    options.plugin_dir = plugin_dir;
-    return start_plugin(options, work.path());
-  }
-
   // Waits until the kubelet simulator streams `count` healthy devices for nvidia.com/gpu.
-  bool wait_ready(size_t count = 8, int min_registrations = 1) {
-    return sim->wait_for(
-        [&](const sim::Snapshot& s) {
-          const auto* r = s.find(kGpu);
-          return r && r->connected && r->registrations >= min_registrations && r->healthy_count() == count;
-        },
-        20s);
-  }
-
-  std::string diagnostics(const ChildProcess& p) const { return "plugin stderr:\n" + p.stderr_text(); }
-
-  TempDir work{"kgpu-e2e"};
-  std::string plugin_dir;
-  std::unique_ptr<sim::KubeletSim> sim;
+  bool wait_ready(size_t count = 8, int min_registrations = 1) { return wait_healthy(kGpu, count, min_registrations); }
 };
 
 TEST_F(PluginE2E, RegistersAndAdvertisesEveryGpu) {

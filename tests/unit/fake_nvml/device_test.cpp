@@ -240,7 +240,7 @@ TEST_F(FakeNvmlDevices, H100FabricInfoInBothVersions) {
   EXPECT_EQ(v1.clusterUuid[15], 0x4d);
   auto fabric_v = sym<nvmlDeviceGetGpuFabricInfoV_fn>("nvmlDeviceGetGpuFabricInfoV");
   nvmlGpuFabricInfoV_t v2{};
-  v2.version = nvmlGpuFabricInfo_v2;
+  v2.version = static_cast<unsigned>(sizeof(nvmlGpuFabricInfoV_t)) | (2u << 24);  // nvmlGpuFabricInfo_v2
   ASSERT_EQ(fabric_v(device(7), &v2), NVML_SUCCESS);
   EXPECT_EQ(v2.cliqueId, 1u);
   EXPECT_EQ(std::memcmp(v2.clusterUuid, v1.clusterUuid, sizeof v1.clusterUuid), 0);

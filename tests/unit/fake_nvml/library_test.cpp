@@ -112,6 +112,8 @@ struct BadFleet {
   const char* words;  // and what is wrong
 };
 
+void PrintTo(const BadFleet& bad, std::ostream* os) { *os << bad.label; }
+
 class FakeNvmlBadFleet : public NvmlTest, public ::testing::WithParamInterface<BadFleet> {};
 
 TEST_P(FakeNvmlBadFleet, InitFailsNamingFileLineAndField) {
@@ -168,8 +170,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadFleet{"mig_overlap", kOverlap.c_str(), "14", "placement", "overlaps"},
                       BadFleet{"unknown_profile", kUnknownProfile.c_str(), "13", "profile", "5g.25gb"},
                       BadFleet{"unknown_code", kBadCode.c_str(), "2", "failures.init", "NVML_ERROR_BANANA"},
-                      BadFleet{"yaml_syntax", kSyntax.c_str(), "3", "", "YAML syntax error"}),
-    [](const ::testing::TestParamInfo<BadFleet>& info) { return std::string(info.param.label); });
+                      BadFleet{"yaml_syntax", kSyntax.c_str(), "2", "", "YAML syntax error"}),
+    [](const ::testing::TestParamInfo<BadFleet>& p) { return std::string(p.param.label); });
 
 }  // namespace
 }  // namespace kgpu::fake_nvml::testing

@@ -48,7 +48,9 @@ TEST_F(FakeNvmlMig, ModesAndDeviceCounts) {
     unsigned max = 0;
     ASSERT_EQ(sym<nvmlDeviceGetMaxMigDeviceCount_fn>("nvmlDeviceGetMaxMigDeviceCount")(device(g), &max), NVML_SUCCESS);
     EXPECT_EQ(max, 7u);
-    if (g < 3) EXPECT_EQ(mig_devices(device(g)).size(), expected_devices[g]) << g;
+    if (g < 3) {
+      EXPECT_EQ(mig_devices(device(g)).size(), expected_devices[g]) << g;
+    }
   }
   nvmlDevice_t mig = nullptr;
   auto by_index = sym<nvmlDeviceGetMigDeviceHandleByIndex_fn>("nvmlDeviceGetMigDeviceHandleByIndex");

@@ -111,7 +111,7 @@ TEST(LabelsProperty, EveryKeyAndValueIsValidForKubernetes) {
     const auto got = node_labels(config, inv, plan, ctx);
     ASSERT_FALSE(got.empty());
     for (const auto& [key, value] : got) {
-      ASSERT_TRUE(is_valid_label_key(key)) << "key '" << key << "'";
+      ASSERT_TRUE(is_valid_label_key(key)) << "key [" << key << "]";
       ASSERT_TRUE(is_valid_label_value(value)) << key << "='" << value << "'";
     }
     // Deterministic: the same input gives the same labels.

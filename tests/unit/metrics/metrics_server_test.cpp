@@ -6,6 +6,8 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <thread>
+#include <vector>
 
 #include "exposition_parser.h"
 
@@ -119,6 +121,23 @@ TEST_F(MetricsServerTest, StopClosesThePortAndIsIdempotent) {
   httplib::Client after("127.0.0.1", port);
   after.set_connection_timeout(1);
   EXPECT_FALSE(after.Get("/healthz")) << "nothing should answer after stop()";
+}
+
+TEST_F(MetricsServerTest, ConcurrentScrapesAllSucceed) {
+  start(nullptr);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&] {
+      httplib::Client c("127.0.0.1", server_->port());
+      for (int i = 0; i < 20; ++i) {
+        auto res = c.Get(i % 2 ? "/metrics" : "/readyz");
+        if (res && res->status == 200) ++ok;
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(ok.load(), 80);
 }
 
 TEST(MetricsServer, StopRightAfterStartDoesNotHang) {

@@ -190,3 +190,4 @@ TEST(Metrics, ParserRejectsMalformedText) {
 
 }  // namespace
 }  // namespace kgpu
+

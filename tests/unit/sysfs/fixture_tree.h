@@ -11,7 +11,7 @@
 
 namespace kgpu::testing {
 
-inline std::string fixture(const std::string& name) { return std::string(KGPU_FIXTURES_DIR) + "/sysfs/" + name; }
+inline std::string fixture(const std::string& name) { return std::string(KGPU_SYSFS_FIXTURES_DIR) + "/" + name; }
 
 inline SysfsRoots fixture_roots(const std::string& name) { return {fixture(name) + "/sys", fixture(name)}; }
 

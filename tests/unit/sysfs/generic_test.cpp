@@ -69,6 +69,23 @@ TEST(GenericBackend, AFileClaimedTwiceBelongsToTheFirstGroup) {
   EXPECT_EQ(inv->warnings.size(), 2u);
 }
 
+TEST(GenericBackend, SysfsMatchFiltersDevicesAndMissingFilesWarn) {
+  auto g = rdma();
+  g.sysfs_matches = {{"/class/infiniband_verbs/uverbs*/device/vendor", "0x15b3"}};
+  auto inv = discover_generic({g}, fixture_roots("rdma"));
+  ASSERT_TRUE(inv.ok());
+  ASSERT_EQ(inv->gpus.size(), 1u);
+  EXPECT_EQ(inv->gpus[0].uuid, "uverbs0");
+  EXPECT_TRUE(inv->warnings.empty());
+
+  g.sysfs_matches = {{"/class/infiniband_verbs/uverbs*/device/numa_node", "0"}};
+  inv = discover_generic({g}, fixture_roots("rdma"));
+  ASSERT_TRUE(inv.ok());
+  EXPECT_TRUE(inv->gpus.empty());
+  ASSERT_EQ(inv->warnings.size(), 2u);
+  EXPECT_NE(inv->warnings[0].find("uverbs0/device/numa_node"), std::string::npos) << inv->warnings[0];
+}
+
 TEST(GenericBackend, NoMatchesIsEmptyNotAnError) {
   auto inv = discover_generic({rdma()}, fixture_roots("amd-mi210"));
   ASSERT_TRUE(inv.ok());

@@ -25,6 +25,10 @@ TEST(IntelBackend, FlexOnI915AndArcOnXe) {
   EXPECT_EQ(flex.attributes.at("device-id"), "56c0");
   EXPECT_EQ(flex.attributes.at("pci-class"), "0300");
   EXPECT_EQ(flex.attributes.at("card"), "card0");
+  EXPECT_EQ(flex.product, "Intel Data Center GPU Flex 170");
+  EXPECT_EQ(arc.product, "Intel Arc B580");
+  EXPECT_EQ(flex.attributes.at("family"), "Flex_Series");
+  EXPECT_EQ(arc.attributes.count("family"), 0u);
   EXPECT_EQ(flex.memory_bytes, 17179869184u);
   EXPECT_EQ(arc.memory_bytes, 12884901888u);
   EXPECT_EQ(flex.numa_node, 0);

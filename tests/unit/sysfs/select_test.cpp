@@ -63,7 +63,7 @@ TEST(DiscoverSysfsBackends, MixedNodeFindsNvidiaDriverAndServesAmd) {
 
 TEST(DiscoverSysfsBackends, AFailingForcedBackendIsAWarningAndOthersStillRun) {
   Config c = fixture_config("rdma");  // neither amdgpu nor a DRM class here
-  c.device_groups.push_back({"example.com/rdma", {"/dev/infiniband/uverbs*"}, {}, {}, {}, 1, "rw"});
+  c.device_groups.push_back({"example.com/rdma", {"/dev/infiniband/uverbs*"}, {}, {}, {}, 1, "rw", {}});
   c.backends = {"amd", "intel", "generic"};
   Inventory inv = discover_sysfs_backends(c);
   ASSERT_EQ(inv.gpus.size(), 2u);
@@ -88,6 +88,22 @@ TEST(DiscoverSysfsBackends, EmptyNodeHasNothing) {
   Inventory inv = discover_sysfs_backends(c);
   EXPECT_TRUE(inv.gpus.empty());
   EXPECT_TRUE(inv.warnings.empty());
+}
+
+}  // namespace
+}  // namespace kgpu
+
+namespace kgpu {
+namespace {
+
+TEST(RescanWatchDirs, DriDirAndGroupPatternParents) {
+  Config c;
+  c.nvidia_driver_root = "/host";
+  c.device_groups.push_back({"example.com/rdma", {"/dev/infiniband/uverbs*"}, {}, {}, {}, 1, "rw", {}});
+  c.device_groups.push_back({"example.com/fpga", {"/dev/fpga*-mgmt", "/dev/fpga*-user"}, {}, {}, {}, 1, "rw", {}});
+  auto dirs = rescan_watch_dirs(c, BackendChoice{true, true, false, true});
+  EXPECT_EQ(dirs, (std::vector<std::string>{"/host/dev", "/host/dev/dri", "/host/dev/infiniband"}));
+  EXPECT_TRUE(rescan_watch_dirs(c, BackendChoice{true, false, false, false}).empty());
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 namespace kgpu {
 namespace {
 
-std::string tree(const std::string& name) { return std::string(KGPU_FIXTURES_DIR) + "/sysfs/" + name; }
+std::string tree(const std::string& name) { return std::string(KGPU_SYSFS_FIXTURES_DIR) + "/" + name; }
 
 Inventory discover(Result<Inventory> r) {
   EXPECT_TRUE(r.ok());

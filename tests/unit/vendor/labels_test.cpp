@@ -12,7 +12,7 @@
 namespace kgpu {
 namespace {
 
-std::string tree(const std::string& name) { return std::string(KGPU_FIXTURES_DIR) + "/sysfs/" + name; }
+std::string tree(const std::string& name) { return std::string(KGPU_SYSFS_FIXTURES_DIR) + "/" + name; }
 
 std::string render(const std::map<std::string, std::string>& labels) {
   std::string out;
@@ -21,7 +21,7 @@ std::string render(const std::map<std::string, std::string>& labels) {
 }
 
 void check_golden(const std::string& name, const std::map<std::string, std::string>& labels) {
-  const std::string path = tree("golden/" + name + ".labels");
+  const std::string path = std::string(KGPU_FIXTURES_DIR) + "/sysfs/golden/" + name + ".labels";
   const std::string got = render(labels);
   if (std::getenv("KGPU_UPDATE_GOLDEN")) std::ofstream(path) << got;
   std::ifstream in(path);
@@ -98,6 +98,23 @@ TEST(LabelValue, SanitisesToKubernetesRules) {
   EXPECT_EQ(label_value("(x)"), "x");
   EXPECT_EQ(label_value(std::string(80, 'a')).size(), 63u);
   EXPECT_EQ(label_value(""), "");
+}
+
+}  // namespace
+}  // namespace kgpu
+
+namespace kgpu {
+namespace {
+
+TEST(VendorLabels, IntelSriovNodeNamesTheFlexFamily) {
+  Config c;
+  c.sysfs_root = std::string(KGPU_SYSFS_FIXTURES_DIR) + "/intel-sriov/sys";
+  c.nvidia_driver_root = std::string(KGPU_SYSFS_FIXTURES_DIR) + "/intel-sriov";
+  auto labels = vendor_labels(discover_sysfs_backends(c));
+  EXPECT_EQ(labels.at("gpu.intel.com/family"), "Flex_Series");
+  EXPECT_EQ(labels.at("gpu.intel.com/product"), "Flex_170");
+  EXPECT_EQ(labels.at("gpu.intel.com/millicores"), "2000");  // the two VFs, not the PF
+  EXPECT_EQ(labels.at("gpu.intel.com/gpu-numbers"), "1.2");
 }
 
 }  // namespace

@@ -1,0 +1,18 @@
+#pragma once
+// CDI for the daemon and `kgpu cdi generate`: scan the driver root, build the spec, write it.
+#include <string>
+
+#include "config/config.h"
+#include "core/inventory.h"
+#include "core/result.h"
+
+namespace kgpu {
+
+// Where the host's driver root is visible to this process: containerDriverRoot when it exists (the
+// daemon in its pod), else nvidiaDriverRoot (running on the host).
+std::string cdi_scan_root(const Config& config);
+
+// find_driver_files + build_cdi_spec + write_cdi_spec into config.cdi_spec_dir. Returns the path.
+Result<std::string> generate_cdi_spec(const Config& config, const Inventory& inventory);
+
+}  // namespace kgpu

@@ -1,0 +1,34 @@
+// `kgpu config validate FILE [--strict]`: every problem in a config file at once, located by line
+// and column; exit status 1 when there is any error (warnings alone exit 0).
+#include <iostream>
+#include <memory>
+
+#include "cli/command.h"
+#include "config/loader.h"
+
+namespace {
+
+struct ValidateOptions {
+  std::string file;
+  bool strict = false;
+};
+
+void setup_config(CLI::App& root) {
+  auto* config = root.add_subcommand("config", "Work with kgpu / NVIDIA device plugin config files");
+  config->require_subcommand(1);
+  auto options = std::make_shared<ValidateOptions>();
+  auto* validate = config->add_subcommand("validate", "Check a config file and report every problem");
+  validate->add_option("file", options->file, "config file (YAML or JSON)")->required();
+  validate->add_flag("--strict", options->strict, "treat unknown keys as errors");
+  validate->callback([options] {
+    const kgpu::LoadedConfig loaded = kgpu::validate_config_file(options->file, options->strict);
+    std::cout << kgpu::format_diagnostics(loaded.diagnostics);
+    const bool failed = kgpu::has_errors(loaded.diagnostics);
+    if (!failed) std::cout << options->file << ": ok\n";
+    kgpu::cli::set_exit_code(failed ? 1 : 0);
+  });
+}
+
+KGPU_COMMAND(setup_config);
+
+}  // namespace

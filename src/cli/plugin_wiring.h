@@ -1,0 +1,110 @@
+#pragma once
+// The daemon's optional parts, plugged into server::Daemon by `kgpu plugin`: metrics, the health
+// monitor, the node-labels writer and the CDI spec writer. Each is an observer of applied plans
+// (Daemon::on_plan_changed, called on the daemon's loop thread), so each re-evaluates on every
+// inventory or config change instead of on a timer.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "core/inventory.h"
+#include "core/resource_plan.h"
+#include "health/monitor.h"
+#include "labels/labels.h"
+#include "metrics/metrics.h"
+#include "server/daemon.h"
+#include "server/node_discovery.h"
+#include "server/server_events.h"
+
+namespace kgpu::cli {
+
+// Server events recorded into the Prometheus registry.
+class MetricsEvents final : public server::ServerEvents {
+ public:
+  explicit MetricsEvents(Metrics& metrics) : metrics_(metrics) {}
+  void allocated(const std::string& resource, double seconds, const std::vector<size_t>& devices) override;
+  void allocate_refused(const std::string& resource, double seconds) override;
+  void preferred(const std::string& resource, double seconds) override;
+  void registration(const std::string& resource, bool ok) override;
+  void unregistered(const std::string& resource) override;
+  void config_reloaded(bool ok) override;
+
+ private:
+  Metrics& metrics_;
+};
+
+// Runs the node's one HealthMonitor over the GPUs of the current inventory; restarts it when the
+// set of NVIDIA GPUs changes (rediscovery, MIG reconfiguration). Events become inventory updates.
+class HealthWiring {
+ public:
+  HealthWiring(server::Daemon& daemon, std::shared_ptr<server::NodeDiscovery> discovery, Metrics* metrics);
+  ~HealthWiring();
+  void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);
+  // False when the event thread was stuck in NVML and had to be left behind (exit with _exit).
+  bool stop();
+
+ private:
+  void on_event(const HealthEvent& event);
+
+  server::Daemon& daemon_;
+  std::shared_ptr<server::NodeDiscovery> discovery_;
+  Metrics* metrics_;  // may be null
+  std::unique_ptr<HealthMonitor> monitor_;
+  std::vector<std::string> watched_;  // sorted NVIDIA GPU UUIDs the monitor watches
+  std::mutex mu_;                     // guards health_ (read on the monitor's dispatcher thread)
+  HealthConfig health_;
+};
+
+// Health of sysfs-backed devices (AMD, Intel, generic groups): inotify on the /dev folders whose
+// entries come and go with the devices (sysfs itself does not support inotify); on a change the
+// sysfs backends are rescanned and a device that vanished leaves the healthy set, one that came
+// back rejoins it. No timer: an idle node causes no wake-ups.
+class SysfsHealthWatcher {
+ public:
+  explicit SysfsHealthWatcher(server::Daemon& daemon) : daemon_(daemon) {}
+  ~SysfsHealthWatcher();
+  void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);
+
+ private:
+  void stop();
+  void run(int inotify_fd, int stop_fd);
+
+  server::Daemon& daemon_;
+  std::vector<std::string> dirs_;
+  std::thread thread_;
+  int inotify_fd_ = -1, stop_fd_ = -1;
+  std::mutex mu_;  // guards config_ (read on the watcher thread)
+  Config config_;
+};
+
+// Writes the node-feature-discovery feature file on every plan (only when the labels changed)
+// and removes it on exit unless keepLabelsOnExit.
+class LabelsWriter {
+ public:
+  explicit LabelsWriter(std::optional<int64_t> start_time) : start_time_(start_time) {}
+  void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);
+  void on_exit();
+
+ private:
+  std::optional<int64_t> start_time_;
+  std::optional<Labels> written_;
+  std::string path_;
+  bool keep_on_exit_ = false;
+};
+
+// Writes the CDI spec when a cdi-* device list strategy is on, at start and whenever the devices or
+// the CDI settings change (health changes alone do not rewrite it).
+class CdiWriter {
+ public:
+  void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);
+
+ private:
+  std::optional<std::string> last_key_;
+};
+
+}  // namespace kgpu::cli

@@ -1,0 +1,190 @@
+// End to end: every way kgpu hands devices out — device-list strategies (volume mounts, CDI
+// annotations, CDI names in the CRI), time-slicing, MIG strategies, and the sysfs backends (AMD,
+// Intel, a mixed NVIDIA + AMD node) — each through the real binary and the kubelet simulator.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "e2e/sim_fixture.h"
+
+namespace kgpu::test {
+namespace {
+
+const std::string kGpu = "nvidia.com/gpu";
+std::string sysfs_fixture(const std::string& name) { return std::string(KGPU_SYSFS_FIXTURES_DIR) + "/" + name; }
+
+class ServeModesE2E : public SimE2E {
+ protected:
+  // First `n` device IDs of `resource` once it is streaming `count` healthy devices.
+  std::vector<std::string> ids_when_ready(const ChildProcess& plugin, const std::string& resource, size_t count) {
+    EXPECT_TRUE(wait_healthy(resource, count)) << diagnostics(plugin);
+    auto snap = sim->snapshot();
+    const auto* r = snap.find(resource);
+    return r ? r->device_ids() : std::vector<std::string>{};
+  }
+};
+
+TEST_F(ServeModesE2E, VolumeMountsStrategy) {
+  PluginOptions options;
+  options.extra_args = {"--device-list-strategy", "volume-mounts"};
+  auto plugin = start(options);
+  auto ids = ids_when_ready(*plugin, kGpu, 8);
+  ASSERT_GE(ids.size(), 2u);
+  auto edits = sim->allocate(kGpu, {ids[1], ids[0]});
+  ASSERT_TRUE(edits.ok()) << edits.error().message;
+  EXPECT_EQ(edits->envs["NVIDIA_VISIBLE_DEVICES"], "/var/run/nvidia-container-devices");
+  ASSERT_EQ(edits->mounts.size(), 2u);
+  EXPECT_EQ(edits->mounts[0].container_path, "/var/run/nvidia-container-devices/" + ids[1]);  // request order
+  EXPECT_EQ(edits->mounts[0].host_path, "/dev/null");
+}
+
+TEST_F(ServeModesE2E, CdiAnnotationsStrategyWritesTheSpecAndAnnotates) {
+  std::string spec_dir = work.file("cdi");
+  PluginOptions options;
+  // The daemon scans the driver root it sees (containerDriverRoot) for the libraries the spec lists.
+  options.extra_args = {"--device-list-strategy", "cdi-annotations", "--cdi-spec-dir", spec_dir,
+                        "--container-driver-root", std::string(KGPU_FIXTURES_DIR) + "/driver-root"};
+  auto plugin = start(options);
+  auto ids = ids_when_ready(*plugin, kGpu, 8);
+  ASSERT_FALSE(ids.empty());
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("cdi: wrote") != std::string::npos; }, 20s))
+      << diagnostics(*plugin);
+  std::vector<std::string> specs;
+  for (const auto& e : std::filesystem::directory_iterator(spec_dir)) specs.push_back(read_file(e.path()));
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_NE(specs[0].find("k8s.device-plugin.nvidia.com/gpu"), std::string::npos) << specs[0];
+  EXPECT_NE(specs[0].find(ids[0]), std::string::npos);  // one CDI device per GPU, named by UUID
+
+  auto edits = sim->allocate(kGpu, {ids[0]});
+  ASSERT_TRUE(edits.ok()) << edits.error().message;
+  ASSERT_EQ(edits->annotations.size(), 1u);
+  const auto& [key, value] = *edits->annotations.begin();
+  EXPECT_EQ(key.rfind("cdi.k8s.io/kgpu_", 0), 0u) << key;
+  EXPECT_EQ(value, "k8s.device-plugin.nvidia.com/gpu=" + ids[0]);
+  EXPECT_TRUE(edits->cdi_devices.empty());
+}
+
+TEST_F(ServeModesE2E, CdiCriStrategyFillsCdiDevices) {
+  PluginOptions options;
+  options.extra_args = {"--device-list-strategy", "cdi-cri", "--cdi-spec-dir", work.file("cdi"),
+                        "--container-driver-root", std::string(KGPU_FIXTURES_DIR) + "/driver-root"};
+  auto plugin = start(options);
+  auto ids = ids_when_ready(*plugin, kGpu, 8);
+  ASSERT_GE(ids.size(), 2u);
+  auto edits = sim->allocate(kGpu, {ids[0], ids[1]});
+  ASSERT_TRUE(edits.ok()) << edits.error().message;
+  EXPECT_EQ(edits->cdi_devices, (std::vector<std::string>{"k8s.device-plugin.nvidia.com/gpu=" + ids[0],
+                                                          "k8s.device-plugin.nvidia.com/gpu=" + ids[1]}));
+  // CDI injects the devices; "void" stops a legacy-mode runtime from also injecting every GPU.
+  EXPECT_EQ(edits->envs["NVIDIA_VISIBLE_DEVICES"], "void");
+}
+
+TEST_F(ServeModesE2E, TwoGpusFiveReplicasRenamedByDefault) {
+  std::string config = work.write("ts.yaml", R"(version: v1
+sharing:
+  timeSlicing:
+    renameByDefault: true
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 5
+)");
+  PluginOptions options;
+  options.fleet_file = "pcie-t4x2.yaml";
+  options.config_file = config;
+  auto plugin = start(options);
+  auto ids = ids_when_ready(*plugin, "nvidia.com/gpu.shared", 10);
+  ASSERT_EQ(ids.size(), 10u);
+  EXPECT_EQ(sim->snapshot().find(kGpu), nullptr);  // no plain nvidia.com/gpu
+  // Distributed placement: a 2-replica request lands on two distinct GPUs.
+  auto chosen = sim->preferred("nvidia.com/gpu.shared", ids, {}, 2);
+  ASSERT_TRUE(chosen.ok()) << chosen.error().message;
+  std::set<std::string> gpus;
+  for (const auto& id : *chosen) gpus.insert(id.substr(0, id.find("::")));
+  EXPECT_EQ(gpus.size(), 2u);
+  auto edits = sim->allocate("nvidia.com/gpu.shared", *chosen);
+  ASSERT_TRUE(edits.ok()) << edits.error().message;
+  EXPECT_EQ(edits->envs["NVIDIA_VISIBLE_DEVICES"], (*chosen)[0].substr(0, (*chosen)[0].find("::")) + "," +
+                                                      (*chosen)[1].substr(0, (*chosen)[1].find("::")));
+}
+
+TEST_F(ServeModesE2E, MigSingleAdvertisesMigDevicesAsGpus) {
+  PluginOptions options;
+  options.fleet_file = "a100-mig-single.yaml";
+  options.extra_args = {"--mig-strategy=single", "--pass-device-specs"};
+  auto plugin = start(options);
+  ASSERT_TRUE(sim->wait_for([](const sim::Snapshot& s) { return s.ready(kGpu); }, 20s)) << diagnostics(*plugin);
+  auto ids = sim->snapshot().find(kGpu)->device_ids();
+  ASSERT_FALSE(ids.empty());
+  for (const auto& id : ids) EXPECT_EQ(id.rfind("MIG-", 0), 0u) << id;
+  auto edits = sim->allocate(kGpu, {ids[0]});
+  ASSERT_TRUE(edits.ok()) << edits.error().message;
+  EXPECT_EQ(edits->envs["NVIDIA_VISIBLE_DEVICES"], ids[0]);
+  bool caps = false;
+  for (const auto& d : edits->devices) caps |= d.container_path.find("/dev/nvidia-caps/nvidia-cap") == 0;
+  EXPECT_TRUE(caps) << "MIG capability device nodes are passed with passDeviceSpecs";
+}
+
+TEST_F(ServeModesE2E, MigMixedAdvertisesOneResourcePerProfile) {
+  PluginOptions options;
+  options.fleet_file = "a100-mig-mixed.yaml";
+  options.extra_args = {"--mig-strategy=mixed"};
+  auto plugin = start(options);
+  // Mixed layout of the fleet: 1g.5gb x 9, 2g.10gb x 4, 3g.20gb x 1, and one GPU without MIG.
+  ASSERT_TRUE(wait_healthy("nvidia.com/mig-1g.5gb", 9)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_healthy("nvidia.com/mig-2g.10gb", 4)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_healthy("nvidia.com/mig-3g.20gb", 1)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_healthy(kGpu, 1)) << diagnostics(*plugin);
+  auto id = sim->snapshot().find("nvidia.com/mig-3g.20gb")->device_ids()[0];
+  auto edits = sim->allocate("nvidia.com/mig-3g.20gb", {id});
+  ASSERT_TRUE(edits.ok()) << edits.error().message;
+  EXPECT_EQ(edits->envs["NVIDIA_VISIBLE_DEVICES"], id);
+}
+
+TEST_F(ServeModesE2E, AmdNodeFromSysfs) {
+  PluginOptions options;
+  options.fleet_file = "";
+  options.fake_nvml = false;
+  options.node_dir = sysfs_fixture("amd-mi210");
+  auto plugin = start(options);
+  ASSERT_TRUE(sim->wait_for([](const sim::Snapshot& s) { return s.ready("amd.com/gpu"); }, 20s)) << diagnostics(*plugin);
+  auto ids = sim->snapshot().find("amd.com/gpu")->device_ids();
+  ASSERT_FALSE(ids.empty());
+  auto edits = sim->allocate("amd.com/gpu", {ids[0]});
+  ASSERT_TRUE(edits.ok()) << edits.error().message;
+  std::set<std::string> nodes;
+  for (const auto& d : edits->devices) nodes.insert(d.container_path);
+  EXPECT_EQ(nodes.count("/dev/kfd"), 1u);
+  EXPECT_TRUE(std::any_of(nodes.begin(), nodes.end(), [](const std::string& p) { return p.find("/dev/dri/renderD") == 0; }));
+  EXPECT_EQ(sim->snapshot().find(kGpu), nullptr);
+}
+
+TEST_F(ServeModesE2E, IntelNodeServesI915AndXe) {
+  PluginOptions options;
+  options.fleet_file = "";
+  options.fake_nvml = false;
+  options.node_dir = sysfs_fixture("intel-flex-arc");
+  auto plugin = start(options);
+  ASSERT_TRUE(sim->wait_for([](const sim::Snapshot& s) { return s.ready("gpu.intel.com/i915") && s.ready("gpu.intel.com/xe"); },
+                            20s))
+      << diagnostics(*plugin);
+  auto id = sim->snapshot().find("gpu.intel.com/xe")->device_ids()[0];
+  auto edits = sim->allocate("gpu.intel.com/xe", {id});
+  ASSERT_TRUE(edits.ok()) << edits.error().message;
+  EXPECT_FALSE(edits->devices.empty());
+}
+
+TEST_F(ServeModesE2E, MixedNvidiaAndAmdNodeServesBoth) {
+  PluginOptions options;
+  options.fleet_file = "pcie-t4x2.yaml";
+  options.node_dir = sysfs_fixture("mixed-nvidia-amd");
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 2)) << diagnostics(*plugin);
+  ASSERT_TRUE(sim->wait_for([](const sim::Snapshot& s) { return s.ready("amd.com/gpu"); }, 20s)) << diagnostics(*plugin);
+  auto amd = sim->snapshot().find("amd.com/gpu")->device_ids();
+  EXPECT_TRUE(sim->allocate("amd.com/gpu", {amd[0]}).ok());
+  EXPECT_TRUE(sim->allocate(kGpu, {sim->snapshot().find(kGpu)->device_ids()[0]}).ok());
+}
+
+}  // namespace
+}  // namespace kgpu::test

@@ -1,0 +1,124 @@
+#include "health/health_events.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace kgpu {
+namespace {
+
+using ::testing::HasSubstr;
+
+MigDevice mig(const std::string& uuid, int index, int gi, int ci) {
+  MigDevice m;
+  m.uuid = uuid;
+  m.index = index;
+  m.gpu_instance_id = gi;
+  m.compute_instance_id = ci;
+  m.profile = "1g.5gb";
+  return m;
+}
+
+Inventory two_gpus_one_with_mig() {
+  Inventory inv;
+  Gpu a;
+  a.index = 0;
+  a.uuid = "GPU-a";
+  Gpu b;
+  b.index = 1;
+  b.uuid = "GPU-b";
+  b.mig_enabled = true;
+  b.mig_devices = {mig("MIG-b1", 0, 1, 0), mig("MIG-b2", 1, 2, 0), mig("MIG-b3", 2, 2, 1)};
+  inv.gpus = {a, b};
+  return inv;
+}
+
+HealthEvent xid(const std::string& gpu, uint64_t x, std::optional<int> gi = {}, std::optional<int> ci = {}) {
+  return {gpu, HealthEvent::Kind::Xid, x, gi, ci, {}};
+}
+
+TEST(ApplyHealthEvent, FatalXidMarksOnlyThatGpu) {
+  auto up = apply_health_event(two_gpus_one_with_mig(), xid("GPU-a", 79), HealthConfig{});
+  ASSERT_EQ(up.changes.size(), 1u);
+  EXPECT_EQ(up.changes[0].device, "GPU-a");
+  EXPECT_FALSE(up.changes[0].healthy);
+  EXPECT_EQ(up.changes[0].cause, "XID 79 (GPU has fallen off the bus)");
+  EXPECT_EQ(up.changes[0].describe(), "GPU-a: unhealthy: XID 79 (GPU has fallen off the bus)");
+  EXPECT_FALSE(up.inventory.gpus[0].health.healthy);
+  EXPECT_EQ(up.inventory.gpus[0].health.reason, "XID 79 (GPU has fallen off the bus)");
+  EXPECT_TRUE(up.inventory.gpus[1].health.healthy);
+}
+
+TEST(ApplyHealthEvent, IgnoredXidChangesNothing) {
+  auto before = two_gpus_one_with_mig();
+  auto up = apply_health_event(before, xid("GPU-a", 13), HealthConfig{});
+  EXPECT_FALSE(up.changed());
+  EXPECT_EQ(up.inventory, before);
+}
+
+TEST(ApplyHealthEvent, UnknownGpuChangesNothing) {
+  auto up = apply_health_event(two_gpus_one_with_mig(), xid("GPU-zz", 79), HealthConfig{});
+  EXPECT_FALSE(up.changed());
+}
+
+TEST(ApplyHealthEvent, MigInstanceEventMarksOnlyTheMatchingMigDevice) {
+  auto up = apply_health_event(two_gpus_one_with_mig(), xid("GPU-b", 48, 2, 1), HealthConfig{});
+  ASSERT_EQ(up.changes.size(), 1u);
+  EXPECT_EQ(up.changes[0].device, "MIG-b3");
+  const Gpu& b = up.inventory.gpus[1];
+  EXPECT_TRUE(b.health.healthy);
+  EXPECT_TRUE(b.mig_devices[0].health.healthy);
+  EXPECT_TRUE(b.mig_devices[1].health.healthy);
+  EXPECT_FALSE(b.mig_devices[2].health.healthy);
+}
+
+TEST(ApplyHealthEvent, GpuWideEventMarksTheGpuAndEveryMigDevice) {
+  auto up = apply_health_event(two_gpus_one_with_mig(), {"GPU-b", HealthEvent::Kind::EccDoubleBit, 0, {}, {}, {}},
+                               HealthConfig{});
+  EXPECT_EQ(up.changes.size(), 4u);
+  const Gpu& b = up.inventory.gpus[1];
+  EXPECT_FALSE(b.health.healthy);
+  for (const auto& m : b.mig_devices) {
+    EXPECT_FALSE(m.health.healthy);
+    EXPECT_EQ(m.health.reason, "double-bit ECC error");
+  }
+}
+
+TEST(ApplyHealthEvent, RecoveredRestoresTheSameScope) {
+  HealthConfig c;
+  auto down = apply_health_event(two_gpus_one_with_mig(), xid("GPU-b", 74, 2, 1), c);
+  auto down2 = apply_health_event(down.inventory, xid("GPU-a", 74), c);
+  auto up = apply_health_event(down2.inventory, {"GPU-b", HealthEvent::Kind::Recovered, 0, 2, 1, {}}, c);
+  ASSERT_EQ(up.changes.size(), 1u);
+  EXPECT_EQ(up.changes[0].device, "MIG-b3");
+  EXPECT_TRUE(up.changes[0].healthy);
+  EXPECT_TRUE(up.inventory.gpus[1].mig_devices[2].health.healthy);
+  EXPECT_FALSE(up.inventory.gpus[0].health.healthy);  // the other GPU is untouched
+}
+
+TEST(ApplyHealthEvent, SecondFailureKeepsTheFirstCause) {
+  HealthConfig c;
+  auto one = apply_health_event(two_gpus_one_with_mig(), xid("GPU-a", 74), c);
+  auto two = apply_health_event(one.inventory, xid("GPU-a", 79), c);
+  EXPECT_FALSE(two.changed());
+  EXPECT_THAT(two.inventory.gpus[0].health.reason, HasSubstr("XID 74"));
+}
+
+TEST(ApplyHealthEvent, LostIsUnhealthyWhateverTheXidPolicyUnlessChecksAreOff) {
+  HealthConfig c;
+  c.xids_enabled = false;
+  HealthEvent lost{"GPU-a", HealthEvent::Kind::Lost, 0, {}, {}, "nvmlDeviceGetPciInfo: GPU is lost"};
+  auto up = apply_health_event(two_gpus_one_with_mig(), lost, c);
+  ASSERT_EQ(up.changes.size(), 1u);
+  EXPECT_EQ(up.changes[0].cause, "GPU is lost (nvmlDeviceGetPciInfo: GPU is lost)");
+  c.enabled = false;
+  EXPECT_FALSE(apply_health_event(two_gpus_one_with_mig(), lost, c).changed());
+}
+
+TEST(ApplyHealthEvent, UnknownInstanceFallsBackToTheWholeGpu) {
+  auto up = apply_health_event(two_gpus_one_with_mig(), xid("GPU-a", 74, 3, 0), HealthConfig{});
+  ASSERT_EQ(up.changes.size(), 1u);
+  EXPECT_EQ(up.changes[0].device, "GPU-a");
+}
+
+}  // namespace
+}  // namespace kgpu

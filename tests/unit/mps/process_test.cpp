@@ -1,0 +1,88 @@
+// Process helpers behind the MPS supervisor: exit codes, stdin, environment, deadlines, pidfds.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "mps/process.h"
+
+namespace kgpu::mps {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(RunProgram, ReportsExitStatus) {
+  auto ok = run_program({"sh", "-c", "exit 0"}, {}, "", 10s);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(*ok, 0);
+  auto three = run_program({"sh", "-c", "exit 3"}, {}, "", 10s);
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(*three, 3);
+}
+
+TEST(RunProgram, PassesStdinAndEnvironment) {
+  const auto out = std::filesystem::path(::testing::TempDir()) / ("kgpu-run-" + std::to_string(::getpid()));
+  auto rc = run_program({"sh", "-c", "read line; echo \"$line $KGPU_TEST_VALUE\" > \"$OUT\""},
+                        {{"KGPU_TEST_VALUE", "v42"}, {"OUT", out.string()}}, "hello\n", 10s);
+  ASSERT_TRUE(rc.ok()) << rc.error().message;
+  EXPECT_EQ(*rc, 0);
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), "hello v42\n");
+  std::filesystem::remove(out);
+}
+
+TEST(RunProgram, ChildThatIgnoresStdinDoesNotKillUs) {
+  const std::string big(1 << 20, 'x');  // more than a pipe buffer: the write hits EPIPE
+  auto rc = run_program({"sh", "-c", "exec 0<&-; exit 0"}, {}, big, 10s);
+  ASSERT_TRUE(rc.ok()) << rc.error().message;
+  EXPECT_EQ(*rc, 0);
+}
+
+TEST(RunProgram, MissingProgramIsAnError) {
+  auto rc = run_program({"/nonexistent/kgpu-no-such-program"}, {}, "", 10s);
+  ASSERT_FALSE(rc.ok());
+  EXPECT_THAT(rc.error().message, ::testing::HasSubstr("/nonexistent/kgpu-no-such-program"));
+}
+
+TEST(RunProgram, HangingProgramIsKilledAtTheDeadline) {
+  auto rc = run_program({"tail", "-f", "/dev/null"}, {}, "", 50ms);
+  ASSERT_FALSE(rc.ok());
+  EXPECT_EQ(rc.error().code, Error::Code::Unavailable);
+  EXPECT_THAT(rc.error().message, ::testing::HasSubstr("did not finish within 50 ms"));
+}
+
+TEST(OpenPidfd, FailsForAMissingProcess) {
+  EXPECT_FALSE(open_pidfd(0x3fffffff).ok());
+  auto self = open_pidfd(::getpid());
+  ASSERT_TRUE(self.ok());
+  EXPECT_FALSE(wait_readable(*self, 0ms));  // we are alive
+  ::close(*self);
+}
+
+}  // namespace
+}  // namespace kgpu::mps
+
+namespace kgpu::mps {
+namespace {
+
+TEST(RunProgram, ChildDoesNotInheritBlockedSignals) {
+  // The mps-daemon blocks SIGTERM for its signalfd; a daemon it starts must still die on SIGTERM.
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &term, &old), 0);
+  auto rc = run_program({"sh", "-c", "kill -TERM $$; exit 0"}, {}, "", std::chrono::seconds(10));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_TRUE(rc.ok()) << rc.error().message;
+  EXPECT_EQ(*rc, 128 + SIGTERM);
+}
+
+}  // namespace
+}  // namespace kgpu::mps

@@ -1,0 +1,249 @@
+#include "nvml/discovery.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "unit/nvml/fake_fleet.h"
+
+namespace kgpu {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::FakeNode;
+using testing::fleet_path;
+
+constexpr uint64_t kMiB = 1024ULL * 1024;
+
+Inventory discover(FakeNode& node) {
+  EXPECT_TRUE(node.ready()) << node.problem();
+  if (!node.ready()) return {};
+  auto inv = discover_nvidia(node.nvml(), node.options());
+  EXPECT_TRUE(inv.ok()) << inv.error().message;
+  EXPECT_EQ(node.nvml().init_count(), 0) << "discovery must release its NVML session";
+  return inv.ok() ? *inv : Inventory{};
+}
+
+TEST(DiscoverNvidia, DgxA100FillsEveryGpuField) {
+  FakeNode node(fleet_path("dgx-a100.yaml"));
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 8u);
+  EXPECT_TRUE(inv.warnings.empty()) << inv.warnings.front();
+  EXPECT_EQ(inv.driver_version, "550.54.15");
+  EXPECT_EQ(inv.cuda_driver_version, 12040);
+  const Gpu& g = inv.gpus[7];
+  EXPECT_EQ(g.vendor, Vendor::Nvidia);
+  EXPECT_EQ(g.index, 7);
+  EXPECT_EQ(g.uuid, "GPU-e5f6a7b8-c9d0-4e1f-8a2b-7c8d9e0f1a87");
+  EXPECT_EQ(g.product, "NVIDIA A100-SXM4-40GB");
+  EXPECT_EQ(g.memory_bytes, 40960 * kMiB);
+  EXPECT_EQ(sysfs_pci_address(g.pci_bus_id), "0000:bd:00.0");
+  EXPECT_EQ(g.pci_device_id, 0x20B010DEu);
+  EXPECT_EQ(g.minor, 7);
+  EXPECT_EQ(g.numa_node, 1);  // from the fixture sysfs tree
+  EXPECT_EQ(g.cc_major, 8);
+  EXPECT_EQ(g.cc_minor, 0);
+  EXPECT_EQ(g.architecture, "ampere");
+  EXPECT_EQ(g.brand, "nvidia");
+  EXPECT_EQ(g.serial, "1562320010087");
+  EXPECT_TRUE(g.mig_capable);
+  EXPECT_FALSE(g.mig_enabled);
+  EXPECT_TRUE(g.mig_devices.empty());
+  ASSERT_EQ(g.device_nodes.size(), 1u);
+  EXPECT_EQ(g.device_nodes[0].path, "/dev/nvidia7");
+  EXPECT_TRUE(g.health.healthy);
+  EXPECT_EQ(inv.gpus[0].numa_node, 0);
+}
+
+TEST(DiscoverNvidia, DgxA100TopologyIsNvSwitchWithPciePairs) {
+  FakeNode node(fleet_path("dgx-a100.yaml"));
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.topology.links.size(), 8u);
+  EXPECT_TRUE(inv.topology.nvswitch);
+  EXPECT_EQ(inv.topology.link(0, 1).nvlinks, 12);
+  EXPECT_EQ(inv.topology.link(0, 7).nvlinks, 12);
+  EXPECT_EQ(inv.topology.link(0, 1).pcie, PcieLevel::MultipleSwitches);
+  EXPECT_EQ(inv.topology.link(0, 2).pcie, PcieLevel::SameNuma);
+  EXPECT_EQ(inv.topology.link(0, 4).pcie, PcieLevel::CrossSocket);
+  EXPECT_EQ(inv.topology.link(4, 0), inv.topology.link(0, 4));
+}
+
+TEST(DiscoverNvidia, HgxH100HasHopperAndFabric) {
+  FakeNode node(fleet_path("hgx-h100.yaml"));
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 8u);
+  EXPECT_EQ(inv.gpus[0].architecture, "hopper");
+  EXPECT_EQ(inv.gpus[0].fabric_cluster_uuid, "5f2a9c4e-1b7d-4e3a-9c0f-6d8e2a1b3c4d");
+  EXPECT_EQ(inv.gpus[0].fabric_clique, 1u);
+  EXPECT_TRUE(inv.topology.nvswitch);
+  EXPECT_EQ(inv.topology.link(2, 5).nvlinks, 18);
+}
+
+TEST(DiscoverNvidia, HgxSixteenGpus) {
+  FakeNode node(fleet_path("hgx-16.yaml"));
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 16u);
+  EXPECT_TRUE(inv.topology.nvswitch);
+  EXPECT_EQ(inv.topology.link(0, 15).nvlinks, 12);
+  EXPECT_EQ(inv.topology.link(8, 9).pcie, PcieLevel::MultipleSwitches);
+}
+
+TEST(DiscoverNvidia, PcieT4PairHasNoNvlinkAndTwoNumaNodes) {
+  FakeNode node(fleet_path("pcie-t4x2.yaml"));
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 2u);
+  EXPECT_EQ(inv.driver_version, "535.161.08");
+  EXPECT_EQ(inv.gpus[0].architecture, "turing");
+  EXPECT_EQ(inv.gpus[0].numa_node, 0);
+  EXPECT_EQ(inv.gpus[1].numa_node, 1);
+  EXPECT_FALSE(inv.gpus[0].mig_capable);
+  EXPECT_FALSE(inv.topology.nvswitch);
+  EXPECT_EQ(inv.topology.link(0, 1).nvlinks, 0);
+  EXPECT_EQ(inv.topology.link(0, 1).pcie, PcieLevel::CrossSocket);
+}
+
+TEST(DiscoverNvidia, NvlinkBridgesCountLanesPerPairOnly) {
+  FakeNode node(fleet_path("pcie-l4x4-pairs.yaml"));
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 4u);
+  EXPECT_FALSE(inv.topology.nvswitch);
+  EXPECT_EQ(inv.topology.link(0, 1).nvlinks, 4);
+  EXPECT_EQ(inv.topology.link(2, 3).nvlinks, 4);
+  EXPECT_EQ(inv.topology.link(0, 2).nvlinks, 0);
+  EXPECT_EQ(inv.topology.link(1, 3).nvlinks, 0);
+}
+
+TEST(DiscoverNvidia, MixedMigProfilesAndCapabilityNodes) {
+  FakeNode node(fleet_path("a100-mig-mixed.yaml"));
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 4u);
+  EXPECT_TRUE(inv.warnings.empty()) << inv.warnings.front();
+  const Gpu& g0 = inv.gpus[0];
+  EXPECT_TRUE(g0.mig_enabled);
+  ASSERT_EQ(g0.mig_devices.size(), 3u);
+  EXPECT_EQ(g0.mig_devices[0].profile, "3g.20gb");
+  EXPECT_EQ(g0.mig_devices[0].uuid, "MIG-e9a5642c-7d07-43e5-b6e5-c77a2ee05f69");
+  EXPECT_EQ(g0.mig_devices[0].gpu_instance_slices, 3);
+  EXPECT_EQ(g0.mig_devices[1].profile, "2g.10gb");
+  EXPECT_EQ(g0.mig_devices[2].profile, "1g.5gb");
+  EXPECT_EQ(g0.mig_devices[2].index, 2);
+  for (const auto& m : g0.mig_devices) {
+    // minor(gi) = 3 + 135*m + 9*g, minor(ci) = minor(gi) + 1 + c on GPU minor 0.
+    ASSERT_EQ(m.capability_nodes.size(), 2u) << m.uuid;
+    EXPECT_EQ(m.capability_nodes[0].path,
+              "/dev/nvidia-caps/nvidia-cap" + std::to_string(3 + 9 * m.gpu_instance_id));
+    EXPECT_EQ(m.capability_nodes[1].path,
+              "/dev/nvidia-caps/nvidia-cap" + std::to_string(4 + 9 * m.gpu_instance_id + m.compute_instance_id));
+    EXPECT_GT(m.memory_bytes, 0u);
+    EXPECT_GT(m.multiprocessors, 0);
+  }
+  EXPECT_EQ(inv.gpus[1].mig_devices.size(), 7u);
+  for (const auto& m : inv.gpus[1].mig_devices) EXPECT_EQ(m.profile, "1g.5gb");
+  EXPECT_FALSE(inv.gpus[3].mig_enabled);
+  EXPECT_TRUE(inv.gpus[3].mig_devices.empty());
+  EXPECT_EQ(inv.topology.link(0, 3).nvlinks, 4);
+}
+
+TEST(DiscoverNvidia, SingleMigLayout) {
+  FakeNode node(fleet_path("a100-mig-single.yaml"));
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 2u);
+  for (const auto& g : inv.gpus) {
+    ASSERT_EQ(g.mig_devices.size(), 7u);
+    for (const auto& m : g.mig_devices) EXPECT_EQ(m.profile, "1g.5gb");
+  }
+}
+
+TEST(DiscoverNvidia, MissingMigMinorsIsAWarningNotAFailure) {
+  FakeNode node(fleet_path("a100-mig-single.yaml"));
+  ASSERT_TRUE(node.ready()) << node.problem();
+  auto options = node.options();
+  options.proc_root = node.root() + "/no-proc";
+  auto inv = discover_nvidia(node.nvml(), options);
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  ASSERT_EQ(inv->gpus[0].mig_devices.size(), 7u);
+  EXPECT_TRUE(inv->gpus[0].mig_devices[0].capability_nodes.empty());
+  ASSERT_EQ(inv->warnings.size(), 1u);
+  EXPECT_THAT(inv->warnings[0], HasSubstr("mig-minors"));
+}
+
+TEST(DiscoverNvidia, NoGpus) {
+  FakeNode node(fleet_path("empty.yaml"));
+  Inventory inv = discover(node);
+  EXPECT_TRUE(inv.gpus.empty());
+  EXPECT_TRUE(inv.topology.empty());
+  EXPECT_EQ(inv.driver_version, "550.54.15");
+}
+
+TEST(DiscoverNvidia, NumaAbsentWhenSysfsLacksIt) {
+  FakeNode node(fleet_path("pcie-t4x2.yaml"));
+  ASSERT_TRUE(node.ready()) << node.problem();
+  auto options = node.options();
+  options.sysfs_root = node.root() + "/nowhere";
+  auto inv = discover_nvidia(node.nvml(), options);
+  ASSERT_TRUE(inv.ok());
+  EXPECT_FALSE(inv->gpus[0].numa_node.has_value());
+}
+
+TEST(DiscoverNvidia, NegativeNumaNodeIsAbsent) {
+  FakeNode node(fleet_path("pcie-t4x2.yaml"));
+  ASSERT_TRUE(node.ready()) << node.problem();
+  testing::write_file(node.root() + "/sys/bus/pci/devices/0000:3b:00.0/numa_node", "-1\n");
+  auto inv = discover_nvidia(node.nvml(), node.options());
+  ASSERT_TRUE(inv.ok());
+  EXPECT_FALSE(inv->gpus[0].numa_node.has_value());
+  EXPECT_EQ(inv->gpus[1].numa_node, 1);
+}
+
+// Three GPUs: index 1's handle fails (left out), index 2 is lost behind a working handle (kept,
+// unhealthy), index 0 lacks memory info (fine, no warning: NOT_SUPPORTED).
+constexpr const char* kFailingFleet = R"(node: {driver_version: "550.54.15", cuda_driver_version: 12040}
+defaults:
+  name: Tesla T4
+  architecture: turing
+  compute_capability: "7.5"
+  memory: {total_mib: 15360}
+  pci: {device_id: 0x1EB8}
+gpus:
+  - {index: 0, uuid: GPU-00000000-0000-4000-8000-000000000000, pci: {bus_id: "0000:3B:00.0"},
+     fail: {calls: {nvmlDeviceGetMemoryInfo: NVML_ERROR_NOT_SUPPORTED}}}
+  - {index: 1, uuid: GPU-11111111-1111-4111-8111-111111111111, pci: {bus_id: "0000:5E:00.0"},
+     fail: {handle: NVML_ERROR_UNKNOWN}}
+  - {index: 2, uuid: GPU-22222222-2222-4222-8222-222222222222, pci: {bus_id: "0000:AF:00.0"},
+     fail: {calls: {nvmlDeviceGetPciInfo: NVML_ERROR_GPU_IS_LOST}}}
+)";
+
+TEST(DiscoverNvidia, OneFailingGpuNeverFailsTheOthers) {
+  testing::TempDir dir;
+  testing::write_file(dir.path() + "/fleet.yaml", kFailingFleet);
+  FakeNode node(dir.path() + "/fleet.yaml");
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 2u);
+  EXPECT_EQ(inv.gpus[0].index, 0);
+  EXPECT_TRUE(inv.gpus[0].health.healthy);
+  EXPECT_EQ(inv.gpus[0].memory_bytes, 0u);
+  EXPECT_EQ(inv.gpus[1].index, 2);
+  EXPECT_EQ(inv.gpus[1].uuid, "GPU-22222222-2222-4222-8222-222222222222");
+  EXPECT_FALSE(inv.gpus[1].health.healthy);
+  EXPECT_THAT(inv.gpus[1].health.reason, HasSubstr("GPU is lost"));
+  ASSERT_EQ(inv.warnings.size(), 2u);
+  EXPECT_THAT(inv.warnings[0], HasSubstr("GPU 1"));
+  EXPECT_THAT(inv.warnings[0], HasSubstr("left out"));
+  EXPECT_THAT(inv.warnings[1], HasSubstr("GPU-22222222-2222-4222-8222-222222222222"));
+  ASSERT_EQ(inv.topology.links.size(), 2u);
+  EXPECT_EQ(inv.topology.link(0, 1).pcie, PcieLevel::Unknown);  // not asked of a lost GPU
+}
+
+TEST(DiscoverNvidia, InitFailureIsAnError) {
+  testing::TempDir dir;
+  testing::write_file(dir.path() + "/fleet.yaml",
+                      "node: {driver_version: \"1\", cuda_driver_version: 1}\nfailures: {init: NVML_ERROR_LIB_RM_VERSION_MISMATCH}\n");
+  FakeNode node(dir.path() + "/fleet.yaml");
+  ASSERT_TRUE(node.ready()) << node.problem();
+  auto inv = discover_nvidia(node.nvml(), node.options());
+  ASSERT_FALSE(inv.ok());
+  EXPECT_EQ(inv.error().code, Error::Code::Unavailable);
+  EXPECT_THAT(inv.error().message, HasSubstr("nvmlInit"));
+}
+
+}  // namespace
+}  // namespace kgpu

@@ -1,0 +1,77 @@
+#include "nvml/mig_facts.h"
+
+#include <gtest/gtest.h>
+
+#include "nvml/backoff.h"
+#include "nvml/nvml_abi.h"
+
+namespace kgpu {
+namespace {
+
+constexpr uint64_t kMiB = 1024ULL * 1024;
+
+TEST(MigProfileName, NamesA100FortyGigabyteProfiles) {
+  const uint64_t gpu = 40960 * kMiB;
+  EXPECT_EQ(mig_profile_name(1, 1, 4864, gpu, NVML_GPU_INSTANCE_PROFILE_1_SLICE), "1g.5gb");
+  EXPECT_EQ(mig_profile_name(2, 2, 9856, gpu, NVML_GPU_INSTANCE_PROFILE_2_SLICE), "2g.10gb");
+  EXPECT_EQ(mig_profile_name(3, 3, 19968, gpu, NVML_GPU_INSTANCE_PROFILE_3_SLICE), "3g.20gb");
+  EXPECT_EQ(mig_profile_name(7, 7, 40192, gpu, NVML_GPU_INSTANCE_PROFILE_7_SLICE), "7g.40gb");
+}
+
+TEST(MigProfileName, ComputeInstanceSmallerThanGpuInstanceGetsCPrefix) {
+  EXPECT_EQ(mig_profile_name(3, 1, 19968, 40960 * kMiB, NVML_GPU_INSTANCE_PROFILE_3_SLICE), "1c.3g.20gb");
+}
+
+TEST(MigProfileName, MediaExtensionProfilesGetSuffix) {
+  EXPECT_EQ(mig_profile_name(1, 1, 9856, 81920 * kMiB, NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1), "1g.10gb+me");
+  EXPECT_EQ(mig_profile_name(1, 1, 19968, 81920 * kMiB, NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2), "1g.20gb");
+  EXPECT_EQ(mig_profile_name(1, 1, 9856, 81920 * kMiB, std::nullopt), "1g.10gb");
+}
+
+TEST(MigMinors, ParsesGiAndCiAccessLines) {
+  auto minors = MigMinors::parse("config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
+                                 "gpu1/gi7/access 201\ngpu1/gi7/ci0/access 202\nbroken line\n");
+  EXPECT_EQ(minors.gpu_instance(0, 1), 12);
+  EXPECT_EQ(minors.compute_instance(0, 1, 0), 13);
+  EXPECT_EQ(minors.gpu_instance(1, 7), 201);
+  EXPECT_FALSE(minors.gpu_instance(2, 1).has_value());
+  auto nodes = mig_capability_nodes(minors, 1, 7, 0);
+  ASSERT_TRUE(nodes.has_value());
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[0].path, "/dev/nvidia-caps/nvidia-cap201");
+  EXPECT_EQ((*nodes)[1].path, "/dev/nvidia-caps/nvidia-cap202");
+  EXPECT_FALSE(mig_capability_nodes(minors, 1, 7, 1).has_value());
+}
+
+TEST(ArchitectureName, FromNvmlOrComputeCapability) {
+  EXPECT_EQ(architecture_name(NVML_DEVICE_ARCH_AMPERE, 8, 0), "ampere");
+  EXPECT_EQ(architecture_name(NVML_DEVICE_ARCH_HOPPER, 9, 0), "hopper");
+  EXPECT_EQ(architecture_name(NVML_DEVICE_ARCH_ADA, 8, 9), "ada-lovelace");
+  EXPECT_EQ(architecture_name(NVML_DEVICE_ARCH_UNKNOWN, 7, 5), "turing");
+  EXPECT_EQ(architecture_name(NVML_DEVICE_ARCH_UNKNOWN, 7, 0), "volta");
+  EXPECT_EQ(architecture_name(NVML_DEVICE_ARCH_UNKNOWN, 12, 0), "blackwell");
+  EXPECT_EQ(architecture_name(NVML_DEVICE_ARCH_UNKNOWN, 0, 0), "");
+}
+
+TEST(BrandAndLevel, MapNvmlEnums) {
+  EXPECT_EQ(brand_name(NVML_BRAND_TESLA), "tesla");
+  EXPECT_EQ(brand_name(NVML_BRAND_NVIDIA), "nvidia");
+  EXPECT_EQ(brand_name(NVML_BRAND_UNKNOWN), "");
+  EXPECT_EQ(pcie_level(NVML_TOPOLOGY_SINGLE), PcieLevel::SingleSwitch);
+  EXPECT_EQ(pcie_level(NVML_TOPOLOGY_SYSTEM), PcieLevel::CrossSocket);
+  EXPECT_EQ(pcie_level(7), PcieLevel::Unknown);
+}
+
+TEST(Backoff, DoublesUpToTheCapAndResets) {
+  using std::chrono::milliseconds;
+  Backoff b(milliseconds(100), milliseconds(350));
+  EXPECT_EQ(b.next(), milliseconds(100));
+  EXPECT_EQ(b.next(), milliseconds(200));
+  EXPECT_EQ(b.next(), milliseconds(350));
+  EXPECT_EQ(b.next(), milliseconds(350));
+  b.reset();
+  EXPECT_EQ(b.next(), milliseconds(100));
+}
+
+}  // namespace
+}  // namespace kgpu
