@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake-nvml/fake_nvml_control.h"
 #include "server/kubelet_sim.h"
 #include "server/sim_steps.h"
 
@@ -136,12 +137,17 @@ int main(int argc, char** argv) {
   if (gen > 0 && wait_exit(gen, 30s) == 0)
     plugin_argv.insert(plugin_argv.end(), {"--sysfs-root", tmp + "/node/sys", "--proc-root", tmp + "/node/proc",
                                            "--dev-root", tmp + "/node"});
-  if (replicas > 1) {
-    std::ofstream(tmp + "/config.yaml") << "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
-                                        << "    - name: nvidia.com/gpu\n      replicas: " << replicas << "\n";
-    plugin_argv.insert(plugin_argv.end(), {"--config-file", tmp + "/config.yaml"});
-  }
-  std::vector<std::string> env = {"LD_LIBRARY_PATH=" + nvml_dir, "KGPU_FAKE_NVML_FLEET=" + fleet};
+  // Fast recovery so that section 5 can make the same GPUs unhealthy again and again.
+  std::ofstream config(tmp + "/config.yaml");
+  config << "version: v1\nkgpu:\n  health:\n    recovery:\n      probeIntervalMs: 1\n      quietPeriodMs: 5\n";
+  if (replicas > 1)
+    config << "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: " << replicas
+           << "\n";
+  config.close();
+  plugin_argv.insert(plugin_argv.end(), {"--config-file", tmp + "/config.yaml"});
+  kgpu::fake_nvml::Control control(tmp + "/nvml.control");
+  std::vector<std::string> env = {"LD_LIBRARY_PATH=" + nvml_dir, "KGPU_FAKE_NVML_FLEET=" + fleet,
+                                  "KGPU_FAKE_NVML_CONTROL=" + control.path()};
 
   kgpu::sim::KubeletSim sim(plugin_dir);
   if (!sim.start()) return 1;
@@ -232,6 +238,38 @@ int main(int argc, char** argv) {
   std::sort(restarts.begin(), restarts.end());
   std::printf("kubelet restart -> re-registered (ms)   median %.2f  min %.2f  max %.2f\n",
               restarts[restarts.size() / 2], restarts.front(), restarts.back());
+  // 5. injected XID -> the kubelet simulator's ListAndWatch shows the device Unhealthy (100 events;
+  // XID 74 is recoverable, so each GPU comes back after the 5 ms quiet period before it is reused).
+  std::vector<double> xid;
+  std::string gpu_uuid_of_first = ids.front().substr(0, ids.front().find("::"));
+  if (!control.wait_registered(gpu_uuid_of_first, 10s)) {
+    std::cerr << "the daemon never registered NVML events; log: " << log << "\n";
+    return 1;
+  }
+  for (int i = 0; i < 100; ++i) {
+    const std::string& id = ids[static_cast<size_t>(i) % ids.size()];
+    std::string uuid = id.substr(0, id.find("::"));
+    auto is = [&](const char* health) {
+      return [&, health](const kgpu::sim::Snapshot& snap) {
+        const auto* r = snap.find(kGpu);
+        if (!r) return false;
+        for (const auto& d : r->devices)
+          if (d.id == id) return d.health == health;
+        return false;
+      };
+    };
+    if (!sim.wait_for(is("Healthy"), 10s)) return 1;
+    auto t0 = Clock::now();
+    control.inject_xid(uuid, 74);
+    if (!sim.wait_for(is("Unhealthy"), 10s)) {
+      std::cerr << "XID " << i << " not seen; log: " << log << "\n";
+      return 1;
+    }
+    xid.push_back(us(Clock::now() - t0));
+  }
+  auto x = stats(xid);
+  std::printf("injected XID -> kubelet sees Unhealthy (us, 100)  p50 %.1f  p99 %.1f  max %.1f\n", x.p50, x.p99, x.max);
+
   auto end = proc_status(pid);
   std::printf("final: RSS %.1f MiB, threads %ld\n", end.rss_kib / 1024.0, end.threads);
 

@@ -197,8 +197,9 @@ int run_demo(const DemoArgs& args) {
   kgpu::sim::KubeletSim sim(plugin_dir);
   sim.on_event([](const kgpu::sim::SimEvent& e) {
     if (e.kind == kgpu::sim::SimEvent::Kind::Update && e.message.rfind("update", 0) == 0) return;
-    std::cout << "  kubelet: " << kgpu::sim::to_string(e.kind) << (e.resource.empty() ? "" : " " + e.resource) << ": "
-              << e.message << std::endl;
+    std::cout << ("  kubelet: " + std::string(kgpu::sim::to_string(e.kind)) +
+                  (e.resource.empty() ? "" : " " + e.resource) + ": " + e.message + "\n")
+              << std::flush;
   });
   if (auto st = sim.start(); !st) {
     std::cerr << "demo: " << st.error().message << "\n";
@@ -224,13 +225,16 @@ int run_demo(const DemoArgs& args) {
   }
   auto snap = sim.snapshot();
   const auto* r = snap.find(gpu);
-  std::cout << "   registered " << ms(r->last_registered - t0) << " after launch; the kubelet sees " << r->devices.size()
-            << " devices (" << r->healthy_count() << " healthy):\n";
+  // Composed first and written at once: the simulator's event lines come from another thread.
+  std::ostringstream seen;
+  seen << "   registered " << ms(r->last_registered - t0) << " after launch; the kubelet sees " << r->devices.size()
+       << " devices (" << r->healthy_count() << " healthy):\n";
   for (const auto& d : r->devices) {
-    std::cout << "     " << d.id << "  " << d.health;
-    for (auto n : d.numa_nodes) std::cout << "  NUMA " << n;
-    std::cout << "\n";
+    seen << "     " << d.id << "  " << d.health;
+    for (auto n : d.numa_nodes) seen << "  NUMA " << n;
+    seen << "\n";
   }
+  std::cout << seen.str() << std::flush;
 
   std::vector<std::string> free_ids = r->healthy_ids();
   struct Pod {

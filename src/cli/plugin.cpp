@@ -12,6 +12,7 @@
 #include "config/loader.h"
 #include "server/daemon.h"
 #include "server/node_discovery.h"
+#include "cli/node_config_selector.h"
 #include "cli/plugin_wiring.h"
 #include "metrics/metrics_server.h"
 #include "metrics/plan_metrics.h"
@@ -33,7 +34,16 @@ void log_lines(spdlog::level::level_enum level, const std::string& text) {
 
 int run_plugin(const PluginArgs& args) {
   auto env = kgpu::process_environment();
-  auto loaded = kgpu::load_config(args.flags, env, args.strict);
+  // Per-node config (Helm with several configs): the Node's label picks the file.
+  auto node_config = kgpu::cli::NodeConfigSelector::from_env(env);
+  auto flags_now = [&args, selector = node_config.get()] {
+    kgpu::ConfigFlags flags = args.flags;
+    if (selector)
+      if (auto file = selector->current()) flags.set("configFile", "--config-file", *file);
+    return flags;
+  };
+  if (node_config) node_config->choose_now();
+  auto loaded = kgpu::load_config(flags_now(), env, args.strict);
   if (!loaded) {
     spdlog::error("invalid configuration:");
     log_lines(spdlog::level::err, loaded.error().message);
@@ -51,8 +61,8 @@ int run_plugin(const PluginArgs& args) {
   kgpu::server::DaemonOptions options;
   options.config = config;
   options.discover = [discovery](const kgpu::Config& c) { return discovery->discover(c); };
-  options.reload_config = [flags = args.flags, strict = args.strict]() -> kgpu::Result<kgpu::Config> {
-    auto reloaded = kgpu::load_config(flags, kgpu::process_environment(), strict);
+  options.reload_config = [flags_now, strict = args.strict]() -> kgpu::Result<kgpu::Config> {
+    auto reloaded = kgpu::load_config(flags_now(), kgpu::process_environment(), strict);
     if (!reloaded) return reloaded.error();
     log_lines(spdlog::level::warn, kgpu::format_diagnostics(reloaded->diagnostics));
     return reloaded->config;
@@ -94,12 +104,16 @@ int run_plugin(const PluginArgs& args) {
     health.on_plan(c, i, p);
     sysfs_health.on_plan(c, i, p);
   });
+  if (node_config) node_config->start([&daemon] { daemon.request_reload(); });
   int rc = daemon.run();
+  if (node_config) node_config->stop();
   labels.on_exit();
   if (metrics_server) metrics_server->stop();
   if (!health.stop()) {
-    // A thread is still inside nvmlEventSetWait: it must not meet NVML's static destructors.
-    spdlog::warn("health monitor did not stop in time; exiting without running destructors");
+    // The event thread is asleep inside nvmlEventSetWait (the normal case: it waits for minutes);
+    // it must not meet NVML's static destructors, so leave without running them. Sockets and the
+    // labels file are already gone.
+    spdlog::debug("health monitor thread still in NVML; exiting without destructors");
     spdlog::shutdown();
     std::_Exit(rc);
   }

@@ -86,6 +86,11 @@ void HealthWiring::on_plan(const Config& config, const Inventory& inventory, con
   if (!nvml || uuids.empty()) return;
   HealthMonitorOptions options;
   options.config = config.health;
+  // An idle node should not wake up: NVML's event wait cannot be interrupted, so rather than
+  // waking twice a second to notice stop(), the thread sleeps in NVML for minutes and `kgpu
+  // plugin` leaves with _Exit when the thread is still inside NVML at shutdown (see stop()).
+  options.idle_wait_ms = 10 * 60 * 1000;
+  options.stop_grace = std::chrono::milliseconds(100);
   monitor_ = std::make_unique<HealthMonitor>(nvml, options, [this](const HealthEvent& e) { on_event(e); });
   if (auto st = monitor_->start(inventory); !st) {
     spdlog::error("health monitoring unavailable: {}; devices stay as discovered", st.error().message);

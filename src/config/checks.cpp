@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "config/go_duration.h"
 #include "config/settings.h"
 
 namespace kgpu::config_detail {
@@ -50,25 +51,9 @@ bool valid_cdi_kind(const std::string& kind) {
 }  // namespace
 
 bool valid_go_duration(const std::string& text) {
-  if (text == "infinite" || text == "0") return true;
-  if (parse_uint(text)) return true;  // NVIDIA also accepts a bare number of nanoseconds
-  size_t i = 0;
-  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
-  if (i == text.size()) return false;
-  while (i < text.size()) {
-    size_t digits = 0;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
-      ++i;
-      ++digits;
-    }
-    if (digits == 0) return false;
-    size_t unit_start = i;
-    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
-    std::string unit = text.substr(unit_start, i - unit_start);
-    if (unit != "ns" && unit != "us" && unit != "ms" && unit != "s" && unit != "m" && unit != "h")
-      return false;
-  }
-  return true;
+  // "-1s" is a valid Go duration but no valid interval; NVIDIA's tools accept it, so do we.
+  if (text.empty()) return false;
+  return parse_go_duration(text[0] == '-' ? text.substr(1) : text).has_value();
 }
 
 void check_effective_config(const CheckInput& in, std::vector<Diagnostic>& out) {

@@ -335,9 +335,20 @@ struct Daemon::Impl {
       spdlog::info("reload: configuration loaded");
       if (options.events) options.events->config_reloaded(true);
     }
+    if (next.config_file != config.config_file) watch_config_file(next.config_file);
     if (plugin_dir_of(next.kubelet_socket) != plugin_dir)
       spdlog::warn("reload: a new kubelet socket directory takes effect only after a restart");
     rediscover(next, "reload");
+  }
+
+  // Follows the config file (which a per-node label may switch) for changes.
+  void watch_config_file(const std::string& path) {
+    config_watcher.reset();
+    if (path.empty() || !options.reload_config) return;
+    if (auto w = ConfigFileWatcher::open(path); w)
+      config_watcher.emplace(std::move(*w));
+    else
+      spdlog::warn("config changes will need a SIGHUP: {}", w.error().message);
   }
 
   // --- the loop ---
@@ -363,12 +374,7 @@ struct Daemon::Impl {
       return 1;
     }
     ensure_watcher();  // before serving: a kubelet restart during start-up must not be missed
-    if (!cfg.config_file.empty() && options.reload_config) {
-      if (auto w = ConfigFileWatcher::open(cfg.config_file); w)
-        config_watcher.emplace(std::move(*w));
-      else
-        spdlog::warn("config changes will need a SIGHUP: {}", w.error().message);
-    }
+    watch_config_file(cfg.config_file);
     auto inv = options.discover(cfg);
     if (!inv) {
       if (cfg.fail_on_init_error) {

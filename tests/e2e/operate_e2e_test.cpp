@@ -9,6 +9,7 @@
 
 #include "e2e/sim_fixture.h"
 #include "fake-nvml/fake_nvml_control.h"
+#include "support/fake_api_server.h"
 
 namespace kgpu::test {
 namespace {
@@ -61,7 +62,16 @@ TEST_F(OperateE2E, MetricsShowEveryFamilyAndChangeWithAllocationsAndXids) {
   ASSERT_TRUE(wait_until([&] { return (port = metrics_port(*plugin)) > 0; }, 20s)) << diagnostics(*plugin);
   ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("health: watching") != std::string::npos; }, 20s));
 
-  std::string body = get(port, "/metrics");
+  const std::string res = "{resource=\"nvidia.com/gpu\"}";
+  std::string body;
+  // The daemon records the registration after the kubelet's Register call returns: wait for it.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        body = get(port, "/metrics");
+        return series(body, "kgpu_resource_registered" + res) == 1;
+      },
+      20s))
+      << body;
   for (const char* family :
        {"kgpu_build_info", "kgpu_start_time_seconds", "kgpu_devices", "kgpu_resource_registered",
         "kgpu_allocations_total", "kgpu_allocated_devices_total", "kgpu_allocate_errors_total",
@@ -69,7 +79,6 @@ TEST_F(OperateE2E, MetricsShowEveryFamilyAndChangeWithAllocationsAndXids) {
         "kgpu_kubelet_registrations_total", "kgpu_kubelet_registration_errors_total", "kgpu_health_xid_events_total",
         "kgpu_config_reloads_total"})
     EXPECT_NE(body.find("# TYPE " + std::string(family) + " "), std::string::npos) << family << "\n" << body;
-  const std::string res = "{resource=\"nvidia.com/gpu\"}";
   EXPECT_EQ(series(body, "kgpu_devices{resource=\"nvidia.com/gpu\",health=\"healthy\"}"), 8) << body;
   EXPECT_EQ(series(body, "kgpu_resource_registered" + res), 1) << body;
   EXPECT_EQ(series(body, "kgpu_kubelet_registrations_total" + res), 1) << body;
@@ -87,9 +96,15 @@ TEST_F(OperateE2E, MetricsShowEveryFamilyAndChangeWithAllocationsAndXids) {
 
   ASSERT_TRUE(control.inject_xid(ids[4], 79));
   ASSERT_TRUE(wait_healthy(kGpu, 7)) << diagnostics(*plugin);
-  body = get(port, "/metrics");
+  // The kubelet's stream is pushed before the metrics observer runs: wait for the gauge too.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        body = get(port, "/metrics");
+        return series(body, "kgpu_devices{resource=\"nvidia.com/gpu\",health=\"unhealthy\"}") == 1;
+      },
+      20s))
+      << body;
   EXPECT_EQ(series(body, "kgpu_health_xid_events_total{xid=\"79\"}"), 1) << body;
-  EXPECT_EQ(series(body, "kgpu_devices{resource=\"nvidia.com/gpu\",health=\"unhealthy\"}"), 1) << body;
 
   int status = 0;
   get(port, "/healthz", &status);
@@ -168,6 +183,53 @@ TEST_F(OperateE2E, InvalidReloadKeepsServingTheOldPlanAndSighupAppliesAValidOne)
   ASSERT_TRUE(wait_healthy(kGpu, 24)) << diagnostics(*plugin);
   EXPECT_EQ(sim->snapshot().find(kGpu)->registrations, 1);  // same resource: no re-registration
   EXPECT_TRUE(plugin->running());
+}
+
+TEST_F(OperateE2E, SeparateLabelsDaemonWritesThenRemovesTheFile) {
+  FakeNode node = make_fake_node("hgx-h100.yaml", work.file("node"));
+  std::string labels = work.file("features.d/kgpu");
+  std::filesystem::create_directories(work.file("features.d"));
+  ProcessOptions p;
+  p.argv = {kgpu_binary(), "labels", "--daemon", "--output-file", labels, "--sysfs-root", node.sysfs_root,
+            "--sleep-interval", "infinite"};
+  p.env = fake_nvml_env(node);
+  ChildProcess daemon(p, work.path(), "labels");
+  ASSERT_TRUE(wait_until([&] { return read_file(labels).find("nvidia.com/gpu.count=8\n") != std::string::npos; }, 20s))
+      << daemon.stderr_text();
+  EXPECT_NE(read_file(labels).find("nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3\n"), std::string::npos)
+      << read_file(labels);
+  daemon.signal(SIGTERM);
+  auto rc = daemon.wait_exit(5s);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(*rc, 0) << daemon.stderr_text();
+  EXPECT_FALSE(path_exists(labels));
+}
+
+TEST_F(OperateE2E, NodeLabelChoosesTheConfigAndSwitchesIt) {
+  const std::string label = "nvidia.com/device-plugin.config";
+  std::string dir = work.file("available-configs");
+  work.write("available-configs/default", "version: v1\n");
+  work.write("available-configs/shared", time_slicing(2));
+  FakeApiServer api("gpu-node-1", {{label, "shared"}});
+  PluginOptions options;
+  options.env = {{"NODE_NAME", "gpu-node-1"},         {"KGPU_CONFIG_DIR", dir},
+                 {"KGPU_CONFIG_DEFAULT", "default"},   {"KGPU_NODE_CONFIG_LABEL", label},
+                 {"KGPU_KUBE_API", api.url()},         {"CONFIG_FILE", dir + "/default"}};
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 16)) << diagnostics(*plugin);  // the label chose "shared" at start-up
+  ASSERT_TRUE(api.wait_watching(20s));
+
+  api.set_labels({});  // label removed: back to the default config
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+
+  api.set_labels({{label, "no-such-config"}});  // a clear error; the default keeps being served
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("names no config") != std::string::npos; }, 20s))
+      << diagnostics(*plugin);
+  EXPECT_EQ(sim->snapshot().find(kGpu)->devices.size(), 8u);
+
+  api.set_labels({{label, "shared"}});
+  ASSERT_TRUE(wait_healthy(kGpu, 16)) << diagnostics(*plugin);
+  EXPECT_EQ(sim->snapshot().find(kGpu)->registrations, 1);  // switching configs never re-registered
 }
 
 }  // namespace

@@ -1,0 +1,65 @@
+#include "cli/node_config_selector.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+namespace kgpu::cli {
+
+std::unique_ptr<NodeConfigSelector> NodeConfigSelector::from_env(const std::map<std::string, std::string>& env) {
+  auto source = kube::node_config_source(env);
+  if (!source) return nullptr;
+  auto api = kube::find_api_server(env);
+  if (!api) {
+    spdlog::error("per-node config: cannot reach the API server ({}); every node uses the default config",
+                  api.error().message);
+    return nullptr;
+  }
+  return std::unique_ptr<NodeConfigSelector>(new NodeConfigSelector(*source, *api));
+}
+
+NodeConfigSelector::NodeConfigSelector(kube::NodeConfigSource source, kube::ApiServer api)
+    : source_(std::move(source)), watcher_(std::move(api), source_.node_name) {}
+
+bool NodeConfigSelector::choose(const kube::NodeWatcher::Labels& labels) {
+  auto choice = kube::choose_node_config(labels, source_, [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+  });
+  if (choice.problem)
+    spdlog::error("per-node config: {}", choice.reason);
+  else
+    spdlog::info("per-node config: {} -> {}", choice.reason, choice.file.empty() ? "no config file" : choice.file);
+  std::lock_guard lock(mu_);
+  if (current_ && *current_ == choice.file) return false;
+  current_ = choice.file;
+  return true;
+}
+
+std::optional<std::string> NodeConfigSelector::choose_now() {
+  auto node = watcher_.get_node(std::chrono::seconds(5));
+  if (!node) {
+    spdlog::warn("per-node config: {}; starting with the default config", node.error().message);
+    return std::nullopt;
+  }
+  first_ = *node;
+  choose(node->labels);
+  return current();
+}
+
+void NodeConfigSelector::start(std::function<void()> changed) {
+  watcher_.start(first_, [this, changed = std::move(changed)](const kube::NodeWatcher::Labels& labels) {
+    if (choose(labels)) changed();
+  });
+}
+
+void NodeConfigSelector::stop() { watcher_.stop(); }
+
+std::optional<std::string> NodeConfigSelector::current() const {
+  std::lock_guard lock(mu_);
+  return current_;
+}
+
+}  // namespace kgpu::cli

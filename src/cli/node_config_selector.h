@@ -1,0 +1,43 @@
+#pragma once
+// Per-node config for `kgpu plugin`: when the Helm chart mounts several configs, the Node label
+// (nvidia.com/device-plugin.config) picks the file. Chosen once at start-up (a GET of the Node) and
+// again whenever the label changes (a watch), which triggers a config reload of the daemon.
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "kube/node_config.h"
+#include "kube/node_watcher.h"
+
+namespace kgpu::cli {
+
+class NodeConfigSelector {
+ public:
+  // Null when the per-node environment (NODE_NAME, KGPU_CONFIG_DIR, KGPU_NODE_CONFIG_LABEL) is not
+  // set, or the API server cannot be located (logged).
+  static std::unique_ptr<NodeConfigSelector> from_env(const std::map<std::string, std::string>& env);
+
+  // Reads the Node once and returns the config file its label selects; nullopt when the Node
+  // cannot be read (logged; the daemon starts on the default and switches once the watch works).
+  std::optional<std::string> choose_now();
+  // Starts the watch; `changed` runs on the watcher's thread after the choice changed.
+  void start(std::function<void()> changed);
+  void stop();
+  // The file to load, when one was chosen.
+  std::optional<std::string> current() const;
+
+ private:
+  NodeConfigSelector(kube::NodeConfigSource source, kube::ApiServer api);
+  bool choose(const kube::NodeWatcher::Labels& labels);  // true: the choice changed
+
+  kube::NodeConfigSource source_;
+  kube::NodeWatcher watcher_;
+  kube::NodeSnapshot first_;
+  mutable std::mutex mu_;
+  std::optional<std::string> current_;
+};
+
+}  // namespace kgpu::cli

@@ -1,0 +1,51 @@
+#include "kube/node_object.h"
+
+#include <gtest/gtest.h>
+
+namespace kgpu::kube {
+namespace {
+
+TEST(ParseNode, ReadsLabelsAndResourceVersion) {
+  auto node = parse_node(R"({"kind":"Node","apiVersion":"v1","metadata":{"name":"n1","resourceVersion":"42",
+    "labels":{"nvidia.com/device-plugin.config":"a100-mig","kubernetes.io/os":"linux"}}})");
+  ASSERT_TRUE(node.ok()) << node.error().message;
+  EXPECT_EQ(node->resource_version, "42");
+  EXPECT_EQ(node->labels.at("nvidia.com/device-plugin.config"), "a100-mig");
+  EXPECT_EQ(node->labels.size(), 2u);
+}
+
+TEST(ParseNode, NodeWithoutLabelsHasNone) {
+  auto node = parse_node(R"({"kind":"Node","metadata":{"name":"n1","resourceVersion":"7"}})");
+  ASSERT_TRUE(node.ok());
+  EXPECT_TRUE(node->labels.empty());
+}
+
+TEST(ParseNode, RejectsWhatIsNotANode) {
+  EXPECT_FALSE(parse_node("not json").ok());
+  auto status = parse_node(R"({"kind":"Status","code":403,"message":"forbidden"})");
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("Status"), std::string::npos) << status.error().message;
+}
+
+TEST(ParseWatchEvent, ModifiedCarriesTheNode) {
+  auto e = parse_watch_event(
+      R"({"type":"MODIFIED","object":{"kind":"Node","metadata":{"resourceVersion":"9","labels":{"a":"b"}}}})");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->type, "MODIFIED");
+  EXPECT_EQ(e->node.resource_version, "9");
+  EXPECT_EQ(e->node.labels.at("a"), "b");
+}
+
+TEST(ParseWatchEvent, ErrorAndBookmark) {
+  auto gone = parse_watch_event(R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}})");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->type, "ERROR");
+  EXPECT_EQ(gone->error_code, 410);
+  auto mark = parse_watch_event(R"({"type":"BOOKMARK","object":{"kind":"Node","metadata":{"resourceVersion":"77"}}})");
+  ASSERT_TRUE(mark.ok());
+  EXPECT_EQ(mark->node.resource_version, "77");
+  EXPECT_FALSE(parse_watch_event(R"({"object":{}})").ok());
+}
+
+}  // namespace
+}  // namespace kgpu::kube
