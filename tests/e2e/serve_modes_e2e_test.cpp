@@ -108,6 +108,43 @@ sharing:
                                                       (*chosen)[1].substr(0, (*chosen)[1].find("::")));
 }
 
+TEST_F(ServeModesE2E, MpsResourceWaitsForItsControlDaemonThenCarriesLimits) {
+  std::string mps_root = work.file("mps");
+  std::string config = work.write("mps.yaml", "version: v1\nflags:\n  mpsRoot: " + mps_root + R"(
+sharing:
+  mps:
+    resources:
+    failRequestsGreaterThanOne: false
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 4
+)");
+  PluginOptions options;
+  options.config_file = config;
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("withheld until its MPS control daemon") != std::string::npos; },
+                         20s))
+      << diagnostics(*plugin);
+  EXPECT_EQ(sim->snapshot().find(kGpu), nullptr);  // not advertised while `kgpu mps-daemon` is not ready
+
+  work.write("mps/nvidia.com/gpu/.ready", "");  // what `kgpu mps-daemon` writes once the limits are set
+  auto ids = ids_when_ready(*plugin, kGpu, 32);
+  ASSERT_EQ(ids.size(), 32u);
+  auto one = sim->allocate(kGpu, {ids[0]});
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_FALSE(one->envs["CUDA_MPS_PIPE_DIRECTORY"].empty());
+  EXPECT_EQ(one->envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "25");  // one replica of a 4-way share
+  // Two replicas of the same GPU: twice the share, in threads and in pinned memory.
+  std::string gpu = ids[0].substr(0, ids[0].find("::"));
+  std::vector<std::string> same_gpu;
+  for (const auto& id : ids)
+    if (id.rfind(gpu + "::", 0) == 0 && same_gpu.size() < 2) same_gpu.push_back(id);
+  auto two = sim->allocate(kGpu, same_gpu);
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  EXPECT_EQ(two->envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "50");
+  EXPECT_NE(one->envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], two->envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"]);
+}
+
 TEST_F(ServeModesE2E, MigSingleAdvertisesMigDevicesAsGpus) {
   PluginOptions options;
   options.fleet_file = "a100-mig-single.yaml";
