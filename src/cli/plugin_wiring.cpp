@@ -77,12 +77,14 @@ void HealthWiring::on_plan(const Config& config, const Inventory& inventory, con
   }
   auto uuids = nvidia_uuids(inventory);
   auto nvml = discovery_->nvml();
-  if (monitor_ && uuids == watched_) {
+  // Switching checks on or off changes what is registered with NVML: that needs a new monitor.
+  if (monitor_ && uuids == watched_ && config.health.enabled == watched_enabled_) {
     monitor_->set_config(config.health);
     return;
   }
   stop();
   watched_ = uuids;
+  watched_enabled_ = config.health.enabled;
   if (!nvml || uuids.empty()) return;
   HealthMonitorOptions options;
   options.config = config.health;

@@ -56,6 +56,7 @@ class HealthWiring {
   Metrics* metrics_;  // may be null
   std::unique_ptr<HealthMonitor> monitor_;
   std::vector<std::string> watched_;  // sorted NVIDIA GPU UUIDs the monitor watches
+  bool watched_enabled_ = true;       // HealthConfig::enabled the monitor was started with
   std::mutex mu_;                     // guards health_ (read on the monitor's dispatcher thread)
   HealthConfig health_;
 };
