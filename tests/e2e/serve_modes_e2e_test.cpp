@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "e2e/sim_fixture.h"
@@ -194,6 +195,36 @@ TEST_F(ServeModesE2E, AmdNodeFromSysfs) {
   EXPECT_EQ(nodes.count("/dev/kfd"), 1u);
   EXPECT_TRUE(std::any_of(nodes.begin(), nodes.end(), [](const std::string& p) { return p.find("/dev/dri/renderD") == 0; }));
   EXPECT_EQ(sim->snapshot().find(kGpu), nullptr);
+}
+
+TEST_F(ServeModesE2E, AmdGpuThatDisappearsIsUnhealthyAndComesBack) {
+  // A private copy of the MI210 node, so the test can unbind a GPU.
+  std::string node = work.file("amd-node");
+  std::filesystem::copy(sysfs_fixture("amd-mi210"), node,
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  PluginOptions options;
+  options.fleet_file = "";
+  options.fake_nvml = false;
+  options.node_dir = node;
+  auto plugin = start(options);
+  const std::string amd = "amd.com/gpu";
+  ASSERT_TRUE(wait_healthy(amd, 2)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("sysfs health: watching") != std::string::npos; }, 20s))
+      << diagnostics(*plugin);
+
+  // The driver lets go of 0000:03:00.0: its driver link goes, then its /dev/dri nodes.
+  const std::string link = node + "/sys/bus/pci/drivers/amdgpu/0000:03:00.0";
+  const std::string target = std::filesystem::read_symlink(link).string();
+  std::filesystem::remove(link);
+  std::filesystem::remove(node + "/dev/dri/renderD128");
+  ASSERT_TRUE(wait_healthy(amd, 1, 1, 2)) << diagnostics(*plugin);
+  EXPECT_EQ(health_of(amd, "0000:03:00.0"), "Unhealthy");
+  EXPECT_TRUE(sim->allocate(amd, {"0000:83:00.0"}).ok());
+
+  // And binds it again.
+  std::filesystem::create_symlink(target, link);
+  std::ofstream(node + "/dev/dri/renderD128").flush();
+  ASSERT_TRUE(wait_healthy(amd, 2, 1, 2)) << diagnostics(*plugin);
 }
 
 TEST_F(ServeModesE2E, IntelNodeServesI915AndXe) {
