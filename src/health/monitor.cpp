@@ -410,8 +410,9 @@ bool HealthMonitor::stop() {
     if (!done) {
       // Blocked in nvmlEventSetWait, which cannot be interrupted: it finishes on its own at the
       // wait timeout and releases NVML; the shared state keeps everything it touches alive.
-      spdlog::warn("health: event thread still inside NVML after {} ms; detached",
-                   s.options.stop_grace.count());
+      // Expected with a long idle wait (the daemon's choice), so not a warning.
+      spdlog::debug("health: event thread still inside NVML after {} ms; detached",
+                    s.options.stop_grace.count());
       s.event_thread.detach();
       return false;
     }

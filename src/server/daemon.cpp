@@ -190,8 +190,10 @@ struct Daemon::Impl {
     config = std::move(new_config);
     inventory = std::move(new_inventory);
     plan = std::move(new_plan);
-    notify_observers();
+    // Register first: observers (labels, CDI, health monitor start) take milliseconds that the
+    // kubelet need not wait for. Containers use CDI names only at creation, well after this.
     register_pending();
+    notify_observers();
     return ok;
   }
 
