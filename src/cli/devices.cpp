@@ -1,7 +1,11 @@
 // `kgpu devices`: what the daemon would advertise on this node with this config (inventory,
 // resources, device IDs, health, NUMA), then exits. `-o json` for machines; `--prefer N` explains
-// the GetPreferredAllocation choice of N devices for each resource.
+// the GetPreferredAllocation choice of N devices for each resource. `--live` asks the running plugin
+// (through its sockets next to --kubelet-socket) for the health it advertises now, so XIDs, lost
+// and recovered devices show here; the causes are in the plugin's log.
+#include <chrono>
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +13,10 @@
 #include "cli/command.h"
 #include "config/loader.h"
 #include "plan/plan.h"
+#include "server/daemon.h"
 #include "server/node_discovery.h"
+#include "server/plugin_client.h"
+#include "server/resource_server.h"
 
 namespace {
 
@@ -17,7 +24,34 @@ struct DevicesArgs {
   kgpu::ConfigFlags flags;
   std::string output = "text";
   int prefer = 0;
+  bool live = false;
 };
+
+// Overlays the running plugin's advertised health on the plan (and marks a GPU unhealthy when any
+// of its advertised IDs is). Resources the plugin does not serve are reported as problems.
+void overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgpu::ResourcePlan& plan) {
+  const std::string dir = kgpu::server::plugin_dir_of(config.kubelet_socket);
+  std::map<std::string, bool> unhealthy_gpu;
+  for (auto& r : plan.resources) {
+    std::string socket = dir + "/" + kgpu::server::socket_file_name(r.name);
+    auto live = kgpu::server::read_device_list(socket, std::chrono::seconds(2));
+    if (!live) {
+      plan.problems.push_back("live: " + r.name + " is not being served (" + live.error().message + ")");
+      continue;
+    }
+    std::map<std::string, bool> healthy;
+    for (const auto& d : live->devices()) healthy[d.id()] = d.health() == "Healthy";
+    for (auto& d : r.devices) {
+      auto it = healthy.find(d.id);
+      if (it == healthy.end()) continue;
+      d.healthy = it->second;
+      if (!d.healthy) unhealthy_gpu[d.id.substr(0, d.id.find("::"))] = true;
+    }
+  }
+  for (auto& g : inv.gpus)
+    if (unhealthy_gpu.count(g.uuid) && g.health.healthy)
+      g.health = {false, "advertised Unhealthy by the running plugin (see its log for the cause)"};
+}
 
 std::string gib(uint64_t bytes) {
   char buf[32];
@@ -96,6 +130,7 @@ int run_devices(const DevicesArgs& args) {
     return 1;
   }
   auto plan = kgpu::plan(config, *inv);
+  if (args.live) overlay_live_health(config, *inv, plan);
   if (args.output == "json") {
     auto j = to_json(*inv, plan);
     if (args.prefer > 0)
@@ -129,6 +164,8 @@ void setup_devices(CLI::App& root) {
   kgpu::add_config_flags(*cmd, args->flags);
   cmd->add_option("-o,--output", args->output, "text|json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--prefer", args->prefer, "Explain the preferred allocation of N devices per resource");
+  cmd->add_flag("--live", args->live,
+                "Show the health the running plugin advertises now (reads its sockets next to --kubelet-socket)");
   cmd->callback([args] { kgpu::cli::set_exit_code(run_devices(*args)); });
 }
 KGPU_COMMAND(setup_devices);

@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "server/edits_proto.h"
+#include "server/plugin_client.h"
 #include "server/sim_steps.h"
 
 namespace {
@@ -48,18 +49,12 @@ int run_probe(const ProbeArgs& args) {
   std::cout << "options: pre_start_required=" << std::boolalpha << options.pre_start_required()
             << " get_preferred_allocation_available=" << options.get_preferred_allocation_available() << "\n";
 
-  v1beta1::ListAndWatchResponse list;
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline(args.timeout_s));
-    auto reader = stub->ListAndWatch(&ctx, v1beta1::Empty{});
-    if (!reader->Read(&list)) {
-      std::cerr << "probe: ListAndWatch sent nothing: " << reader->Finish().error_message() << "\n";
-      return 1;
-    }
-    ctx.TryCancel();  // one snapshot is all we want
-    (void)reader->Finish();
+  auto listed = kgpu::server::read_device_list(args.socket, std::chrono::seconds(args.timeout_s));
+  if (!listed) {
+    std::cerr << "probe: " << listed.error().message << "\n";
+    return 1;
   }
+  const v1beta1::ListAndWatchResponse& list = *listed;
   std::cout << "devices: " << list.devices_size() << "\n";
   std::vector<std::string> healthy;
   for (const auto& d : list.devices()) {

@@ -52,6 +52,17 @@ TEST_F(HealthE2E, FatalXidMarksExactlyThatGpuAndAnIgnoredXidNothing) {
   EXPECT_TRUE(sim->allocate(kGpu, {ids[0], ids[2]}).ok());
   std::string log = plugin->stderr_text();
   EXPECT_NE(log.find(ids[3] + ": unhealthy: XID 79"), std::string::npos) << log;
+
+  // `kgpu devices --live` shows what the running plugin advertises.
+  ProcessOptions devices;
+  devices.argv = {kgpu_binary(), "devices", "--live", "--kubelet-socket", plugin_dir + "/kubelet.sock"};
+  devices.env = fake_nvml_env(make_fake_node("dgx-a100.yaml", work.file("devices-node")));
+  ChildProcess cli(devices, work.path(), "devices");
+  ASSERT_EQ(cli.wait_exit(20s), 0) << cli.stderr_text();
+  std::string out = cli.stdout_text();
+  EXPECT_NE(out.find(ids[3] + "  Unhealthy"), std::string::npos) << out;
+  EXPECT_NE(out.find(ids[1] + "  Healthy"), std::string::npos) << out;
+  EXPECT_NE(out.find("UNHEALTHY: advertised Unhealthy by the running plugin"), std::string::npos) << out;
 }
 
 TEST_F(HealthE2E, XidOnAGpuMarksEveryReplicaOfIt) {
