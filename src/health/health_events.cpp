@@ -1,5 +1,7 @@
 #include "health/health_events.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "config/xid_policy.h"
@@ -93,6 +95,21 @@ HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& e
     for (auto& m : gpu->mig_devices) set_health(m.health, healthy, cause, m.uuid, out.changes);
   }
   return out;
+}
+
+Inventory carry_over_health(const Inventory& previous, Inventory next) {
+  for (auto& gpu : next.gpus) {
+    if (gpu.vendor != Vendor::Nvidia) continue;
+    const Gpu* before = previous.find_by_uuid(gpu.uuid);
+    if (!before) continue;
+    if (gpu.health.healthy && !before->health.healthy) gpu.health = before->health;
+    for (auto& mig : gpu.mig_devices) {
+      auto it = std::find_if(before->mig_devices.begin(), before->mig_devices.end(),
+                             [&](const MigDevice& m) { return m.uuid == mig.uuid; });
+      if (it != before->mig_devices.end() && mig.health.healthy && !it->health.healthy) mig.health = it->health;
+    }
+  }
+  return next;
 }
 
 }  // namespace kgpu

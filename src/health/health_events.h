@@ -54,4 +54,12 @@ struct HealthUpdate {
 // marks the same set healthy again. Ignored events (per `config`) change nothing.
 HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& event, const HealthConfig& config);
 
+// Re-discovery (SIGHUP, a config change, a per-node label switch) builds a fresh Inventory in which
+// NVML reports every answering GPU healthy: it knows nothing of XIDs. Health marks of NVIDIA GPUs
+// and MIG devices present in both are carried over from `previous`, so a config edit never
+// resurrects a failed GPU; only the health monitor's Recovered event (or a daemon restart after the
+// GPU was reset) brings one back. Devices found failing by the new discovery keep that state.
+// sysfs-backed devices are left alone: their health is their presence, which discovery sees.
+Inventory carry_over_health(const Inventory& previous, Inventory next);
+
 }  // namespace kgpu

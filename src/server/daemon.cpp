@@ -20,6 +20,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "health/health_events.h"
 #include "plan/plan.h"
 #include "plan/plan_diff.h"
 #include "server/config_file_watcher.h"
@@ -320,7 +321,8 @@ struct Daemon::Impl {
     for (const auto& w : inv->warnings) spdlog::warn("discovery: {}", w);
     if (inv->gpus.size() != inventory.gpus.size())
       spdlog::info("device count changed: {} -> {} GPUs", inventory.gpus.size(), inv->gpus.size());
-    apply(cfg, std::move(*inv));
+    // A re-discovery must not resurrect devices the health monitor took away (see carry_over_health).
+    apply(cfg, carry_over_health(inventory, std::move(*inv)));
   }
 
   void reload() {

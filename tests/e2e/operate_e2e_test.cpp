@@ -185,6 +185,25 @@ TEST_F(OperateE2E, InvalidReloadKeepsServingTheOldPlanAndSighupAppliesAValidOne)
   EXPECT_TRUE(plugin->running());
 }
 
+TEST_F(OperateE2E, ConfigReloadDoesNotResurrectAFailedGpu) {
+  fake_nvml::Control control(work.file("nvml.control"));
+  std::string config = work.write("cfg/config.yaml", "version: v1\n");
+  PluginOptions options;
+  options.config_file = config;
+  options.env["KGPU_FAKE_NVML_CONTROL"] = control.path();
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("health: watching") != std::string::npos; }, 20s));
+  auto ids = sim->snapshot().find(kGpu)->device_ids();
+  ASSERT_TRUE(control.inject_xid(ids[6], 48));  // double-bit ECC: unhealthy until reset
+  ASSERT_TRUE(wait_healthy(kGpu, 7)) << diagnostics(*plugin);
+
+  replace_file(config, time_slicing(2));  // re-discovery: NVML alone would call the GPU healthy
+  ASSERT_TRUE(wait_healthy(kGpu, 14, 1, 16)) << diagnostics(*plugin);
+  for (const auto& id : sim->snapshot().find(kGpu)->device_ids())
+    EXPECT_EQ(health_of(kGpu, id), id.rfind(ids[6] + "::", 0) == 0 ? "Unhealthy" : "Healthy") << id;
+}
+
 TEST_F(OperateE2E, SeparateLabelsDaemonWritesThenRemovesTheFile) {
   FakeNode node = make_fake_node("hgx-h100.yaml", work.file("node"));
   std::string labels = work.file("features.d/kgpu");

@@ -120,5 +120,32 @@ TEST(ApplyHealthEvent, UnknownInstanceFallsBackToTheWholeGpu) {
   EXPECT_EQ(up.changes[0].device, "GPU-a");
 }
 
+TEST(CarryOverHealth, RediscoveryKeepsFailuresButNotOtherVendorsOrGoneDevices) {
+  Inventory before = two_gpus_one_with_mig();
+  before.gpus[0].health = {false, "XID 48 (double-bit ECC error)"};
+  before.gpus[1].mig_devices[1].health = {false, "XID 94 (contained ECC error)"};
+  Gpu amd;
+  amd.vendor = Vendor::Amd;
+  amd.uuid = "0000:c1:00.0";
+  amd.health = {false, "sysfs node disappeared"};
+  before.gpus.push_back(amd);
+
+  Inventory fresh = two_gpus_one_with_mig();  // NVML answers: everything healthy
+  fresh.gpus.push_back(amd);
+  fresh.gpus.back().health = {};  // the AMD device is back in sysfs
+  auto after = carry_over_health(before, fresh);
+  EXPECT_FALSE(after.gpus[0].health.healthy);
+  EXPECT_EQ(after.gpus[0].health.reason, "XID 48 (double-bit ECC error)");
+  EXPECT_TRUE(after.gpus[1].health.healthy);
+  EXPECT_FALSE(after.gpus[1].mig_devices[1].health.healthy);
+  EXPECT_TRUE(after.gpus[1].mig_devices[0].health.healthy);
+  EXPECT_TRUE(after.gpus[2].health.healthy) << "sysfs devices take the health discovery sees";
+
+  // A failure the new discovery sees itself is kept as it is.
+  Inventory lost = two_gpus_one_with_mig();
+  lost.gpus[1].health = {false, "GPU is lost"};
+  EXPECT_EQ(carry_over_health(two_gpus_one_with_mig(), lost).gpus[1].health.reason, "GPU is lost");
+}
+
 }  // namespace
 }  // namespace kgpu
