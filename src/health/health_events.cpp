@@ -97,16 +97,35 @@ HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& e
   return out;
 }
 
+const char* const kNotRediscovered = "not found on re-discovery (lost or removed)";
+
 Inventory carry_over_health(const Inventory& previous, Inventory next) {
   for (auto& gpu : next.gpus) {
     if (gpu.vendor != Vendor::Nvidia) continue;
     const Gpu* before = previous.find_by_uuid(gpu.uuid);
     if (!before) continue;
-    if (gpu.health.healthy && !before->health.healthy) gpu.health = before->health;
+    // A GPU that was only missing answers again: that is the recovery its mark was waiting for.
+    const bool was_missing = before->health.reason == kNotRediscovered;
+    if (gpu.health.healthy && !before->health.healthy && !was_missing) gpu.health = before->health;
     for (auto& mig : gpu.mig_devices) {
       auto it = std::find_if(before->mig_devices.begin(), before->mig_devices.end(),
                              [&](const MigDevice& m) { return m.uuid == mig.uuid; });
-      if (it != before->mig_devices.end() && mig.health.healthy && !it->health.healthy) mig.health = it->health;
+      if (it != before->mig_devices.end() && mig.health.healthy && !it->health.healthy && !was_missing)
+        mig.health = it->health;
+    }
+  }
+  // GPUs that vanished (NVML cannot even hand out a handle for a lost GPU) stay advertised as
+  // Unhealthy: the kubelet then shows them as capacity that is not allocatable, which is what
+  // happened, instead of silently shrinking the node.
+  for (const auto& old : previous.gpus) {
+    if (old.vendor != Vendor::Nvidia || next.find_by_uuid(old.uuid)) continue;
+    Gpu kept = old;
+    kept.health = {false, kNotRediscovered};
+    for (auto& m : kept.mig_devices) m.health = kept.health;
+    next.gpus.push_back(std::move(kept));
+    if (!next.topology.empty()) {  // unknown links to the kept GPU keep the matrix square
+      for (auto& row : next.topology.links) row.push_back(GpuLink{});
+      next.topology.links.emplace_back(next.gpus.size());
     }
   }
   return next;

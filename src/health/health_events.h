@@ -59,7 +59,10 @@ HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& e
 // and MIG devices present in both are carried over from `previous`, so a config edit never
 // resurrects a failed GPU; only the health monitor's Recovered event (or a daemon restart after the
 // GPU was reset) brings one back. Devices found failing by the new discovery keep that state.
+// NVIDIA GPUs missing from `next` (a lost GPU has no NVML handle) are kept, Unhealthy with reason
+// kNotRediscovered, until a later discovery finds them answering again.
 // sysfs-backed devices are left alone: their health is their presence, which discovery sees.
+extern const char* const kNotRediscovered;
 Inventory carry_over_health(const Inventory& previous, Inventory next);
 
 }  // namespace kgpu

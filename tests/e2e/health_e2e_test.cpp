@@ -1,6 +1,7 @@
 // End to end: device health. The fake NVML's control channel injects XIDs and lost GPUs into the
 // real `kgpu plugin`; the kubelet simulator shows what the kubelet would see.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 
@@ -153,6 +154,23 @@ TEST_F(HealthE2E, LostGpuIsLeftOutAndOthersStillAllocate) {
   ASSERT_TRUE(edits.ok()) << edits.error().message;
   EXPECT_NE(plugin->stderr_text().find("GPU 5: nvmlDeviceGetHandleByIndex: GPU is lost"), std::string::npos)
       << diagnostics(*plugin);
+}
+
+TEST_F(HealthE2E, GpuLostAtRunTimeStaysAdvertisedUnhealthyAcrossReloads) {
+  auto plugin = start(with_control());
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  auto ids = sim->snapshot().find(kGpu)->device_ids();
+  ASSERT_TRUE(control.set_lost(ids[2], true));
+  ASSERT_TRUE(control.sync(20s));
+  plugin->signal(SIGHUP);  // re-discovery: NVML has no handle for the lost GPU
+  ASSERT_TRUE(wait_healthy(kGpu, 7, 1, 8)) << diagnostics(*plugin);
+  EXPECT_EQ(health_of(kGpu, ids[2]), "Unhealthy");
+  EXPECT_TRUE(sim->allocate(kGpu, {ids[0], ids[1]}).ok());
+
+  ASSERT_TRUE(control.set_lost(ids[2], false));
+  ASSERT_TRUE(control.sync(20s));
+  plugin->signal(SIGHUP);  // it answers again
+  ASSERT_TRUE(wait_healthy(kGpu, 8, 1, 8)) << diagnostics(*plugin);
 }
 
 TEST_F(HealthE2E, DisableHealthchecksAllTurnsMonitoringOff) {

@@ -147,5 +147,27 @@ TEST(CarryOverHealth, RediscoveryKeepsFailuresButNotOtherVendorsOrGoneDevices) {
   EXPECT_EQ(carry_over_health(two_gpus_one_with_mig(), lost).gpus[1].health.reason, "GPU is lost");
 }
 
+TEST(CarryOverHealth, VanishedGpuStaysUnhealthyUntilItAnswersAgain) {
+  Inventory before = two_gpus_one_with_mig();
+  before.topology.links.assign(2, std::vector<GpuLink>(2, GpuLink{12, PcieLevel::SameBoard}));
+  Inventory fresh = two_gpus_one_with_mig();
+  fresh.gpus.erase(fresh.gpus.begin() + 1);  // GPU-b lost: no handle, not discovered
+  fresh.topology.links.assign(1, std::vector<GpuLink>(1));
+  auto after = carry_over_health(before, fresh);
+  ASSERT_EQ(after.gpus.size(), 2u);
+  EXPECT_EQ(after.gpus[1].uuid, "GPU-b");
+  EXPECT_FALSE(after.gpus[1].health.healthy);
+  EXPECT_EQ(after.gpus[1].health.reason, kNotRediscovered);
+  for (const auto& m : after.gpus[1].mig_devices) EXPECT_FALSE(m.health.healthy) << m.uuid;
+  ASSERT_EQ(after.topology.links.size(), 2u);
+  EXPECT_EQ(after.topology.links[0].size(), 2u);
+  EXPECT_EQ(after.topology.links[1][0].pcie, PcieLevel::Unknown);
+
+  // Found again and answering: healthy (this mark, unlike an XID's, was only about absence).
+  auto back = carry_over_health(after, two_gpus_one_with_mig());
+  EXPECT_TRUE(back.gpus[1].health.healthy);
+  EXPECT_TRUE(back.gpus[1].mig_devices[0].health.healthy);
+}
+
 }  // namespace
 }  // namespace kgpu
