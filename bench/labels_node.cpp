@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include "labels/labels.h"
+#include "unit/alloc/topologies.h"
 
 namespace {
 
@@ -35,21 +36,7 @@ Inventory eight_gpus(bool mig) {
   return inv;
 }
 
-ResourcePlan plan_for(const Inventory& inv, int replicas) {
-  Resource r;
-  r.name = "nvidia.com/gpu";
-  r.replicas = replicas;
-  r.sharing = SharingKind::TimeSlicing;
-  for (size_t i = 0; i < inv.gpus.size(); ++i)
-    for (int k = 0; k < replicas; ++k) {
-      AdvertisedDevice d;
-      d.id = inv.gpus[i].uuid + "::" + std::to_string(k);
-      d.gpu = i;
-      d.replica = k;
-      r.devices.push_back(d);
-    }
-  return {{r}, {}};
-}
+ResourcePlan plan_for(const Inventory& inv, int replicas) { return {{kgpu::testing::replicated(inv, replicas)}, {}}; }
 
 void BM_NodeLabels(benchmark::State& state) {
   const bool mig = state.range(0) != 0;

@@ -143,13 +143,11 @@ SysfsHealthWatcher::~SysfsHealthWatcher() { stop(); }
 void SysfsHealthWatcher::stop() {
   if (thread_.joinable()) {
     uint64_t one = 1;
-    [[maybe_unused]] auto n = ::write(stop_fd_, &one, sizeof(one));
+    [[maybe_unused]] auto n = ::write(stop_fd_.get(), &one, sizeof(one));
     thread_.join();
   }
-  for (int* fd : {&inotify_fd_, &stop_fd_}) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
-  }
+  inotify_fd_.reset();
+  stop_fd_.reset();
 }
 
 void SysfsHealthWatcher::on_plan(const Config& config, const Inventory& inventory, const ResourcePlan&) {
@@ -170,28 +168,30 @@ void SysfsHealthWatcher::on_plan(const Config& config, const Inventory& inventor
   stop();
   dirs_ = dirs;
   if (dirs.empty()) return;
-  inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (inotify_fd_ < 0 || stop_fd_ < 0) {
+  inotify_fd_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  stop_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!inotify_fd_.valid() || !stop_fd_.valid()) {
     spdlog::error("sysfs health: cannot create inotify/eventfd: {}", std::strerror(errno));
     stop();
     return;
   }
   size_t watched = 0;
   for (const auto& dir : dirs) {
-    if (::inotify_add_watch(inotify_fd_, dir.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) >= 0)
+    if (::inotify_add_watch(inotify_fd_.get(), dir.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) >= 0)
       ++watched;
     else
       spdlog::warn("sysfs health: cannot watch {}: {}; its devices are rechecked on reload only", dir,
                    std::strerror(errno));
   }
   spdlog::info("sysfs health: watching {} of {} device folders", watched, dirs.size());
-  thread_ = std::thread([this, in = inotify_fd_, st = stop_fd_] { run(in, st); });
+  thread_ = std::thread([this] { run(); });
 }
 
-void SysfsHealthWatcher::run(int inotify_fd, int stop_fd) {
+// The fds are opened before the thread starts and closed only after it is joined.
+void SysfsHealthWatcher::run() {
+  const int inotify_fd = inotify_fd_.get();
   while (true) {
-    pollfd fds[2] = {{inotify_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    pollfd fds[2] = {{inotify_fd, POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
     if (fds[1].revents & POLLIN) return;
     if (!(fds[0].revents & POLLIN)) continue;
@@ -224,8 +224,16 @@ void LabelsWriter::on_plan(const Config& config, const Inventory& inventory, con
   path_ = config.gfd_output_file;
   keep_on_exit_ = config.keep_labels_on_exit;
   if (!config.labels_enabled) return;
+  // The context's files (machine type, PCI classes) change only with the GPUs or the settings, not
+  // with health: read them again only then, not on every XID.
   auto stamp = config.gfd_no_timestamp ? std::nullopt : start_time_;
-  auto labels = node_labels(config, inventory, plan, read_label_context(config, inventory, stamp));
+  std::string key = config.gfd_machine_type_file + "|" + config.sysfs_root + "|" + (stamp ? "t" : "");
+  for (const auto& g : inventory.gpus) key += "|" + g.pci_bus_id;
+  if (!context_ || key != context_key_) {
+    context_ = read_label_context(config, inventory, stamp);
+    context_key_ = std::move(key);
+  }
+  auto labels = node_labels(config, inventory, plan, *context_);
   if (written_ && *written_ == labels) return;
   if (auto st = write_feature_file(path_, labels); !st) {
     spdlog::error("labels: {}", st.error().message);

@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "core/inventory.h"
+#include "core/unique_fd.h"
 #include "core/resource_plan.h"
 #include "health/monitor.h"
 #include "labels/labels.h"
@@ -73,12 +74,12 @@ class SysfsHealthWatcher {
 
  private:
   void stop();
-  void run(int inotify_fd, int stop_fd);
+  void run();
 
   server::Daemon& daemon_;
   std::vector<std::string> dirs_;
   std::thread thread_;
-  int inotify_fd_ = -1, stop_fd_ = -1;
+  UniqueFd inotify_fd_, stop_fd_;
   std::mutex mu_;  // guards config_ (read on the watcher thread)
   Config config_;
 };
@@ -93,6 +94,8 @@ class LabelsWriter {
 
  private:
   std::optional<int64_t> start_time_;
+  std::optional<LabelContext> context_;  // cached per context_key_ (GPUs + settings)
+  std::string context_key_;
   std::optional<Labels> written_;
   std::string path_;
   bool keep_on_exit_ = false;

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <utility>
 
 namespace kgpu::server {
 namespace {
@@ -41,28 +40,9 @@ Result<ConfigFileWatcher> ConfigFileWatcher::open(const std::string& path) {
 ConfigFileWatcher::ConfigFileWatcher(int fd, std::string path, std::string content)
     : fd_(fd), path_(std::move(path)), last_content_(std::move(content)) {}
 
-ConfigFileWatcher::ConfigFileWatcher(ConfigFileWatcher&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)),
-      path_(std::move(other.path_)),
-      last_content_(std::move(other.last_content_)) {}
-
-ConfigFileWatcher& ConfigFileWatcher::operator=(ConfigFileWatcher&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-    path_ = std::move(other.path_);
-    last_content_ = std::move(other.last_content_);
-  }
-  return *this;
-}
-
-ConfigFileWatcher::~ConfigFileWatcher() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 bool ConfigFileWatcher::changed() {
   alignas(inotify_event) char buffer[4096];
-  while (::read(fd_, buffer, sizeof(buffer)) > 0) {
+  while (::read(fd_.get(), buffer, sizeof(buffer)) > 0) {
   }
   std::string now = read_content(path_);
   if (now == last_content_) return false;

@@ -7,24 +7,22 @@
 #include <string>
 
 #include "core/result.h"
+#include "core/unique_fd.h"
 
 namespace kgpu::server {
 
 class ConfigFileWatcher {
  public:
   static Result<ConfigFileWatcher> open(const std::string& path);
-  ConfigFileWatcher(ConfigFileWatcher&& other) noexcept;
-  ConfigFileWatcher& operator=(ConfigFileWatcher&& other) noexcept;
-  ~ConfigFileWatcher();
 
-  int fd() const { return fd_; }  // readable when events are pending (poll it)
+  int fd() const { return fd_.get(); }  // readable when events are pending (poll it)
   // Drains pending events; true when the file's content differs from what was last seen
   // (a file that vanished counts as changed once, so the reload reports it).
   bool changed();
 
  private:
   ConfigFileWatcher(int fd, std::string path, std::string content);
-  int fd_ = -1;
+  UniqueFd fd_;
   std::string path_;
   std::string last_content_;
 };

@@ -20,6 +20,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/unique_fd.h"
 #include "health/health_events.h"
 #include "plan/plan.h"
 #include "plan/plan_diff.h"
@@ -38,18 +39,6 @@ std::string plugin_dir_of(const std::string& kubelet_socket) {
 }
 
 namespace {
-
-// A file descriptor closed on destruction.
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 void arm_timer(int fd, std::chrono::milliseconds delay) {
   itimerspec spec{};
@@ -109,7 +98,7 @@ struct Daemon::Impl {
   DaemonOptions options;
   std::string plugin_dir;
 
-  Fd signal_fd, event_fd, register_timer, discovery_timer, replan_timer;
+  UniqueFd signal_fd, event_fd, register_timer, discovery_timer, replan_timer;
   std::optional<PluginDirWatcher> watcher;
   std::optional<ConfigFileWatcher> config_watcher;  // when the config comes from a file
 
@@ -139,7 +128,7 @@ struct Daemon::Impl {
       tasks.push_back(std::move(task));
     }
     uint64_t one = 1;
-    [[maybe_unused]] auto n = ::write(event_fd.fd, &one, sizeof(one));
+    [[maybe_unused]] auto n = ::write(event_fd.get(), &one, sizeof(one));
   }
 
   // --- planning ---
@@ -151,9 +140,9 @@ struct Daemon::Impl {
       size_t planned = new_plan.resources.size();
       new_plan = options.plan_filter(new_config, std::move(new_plan));
       if (new_plan.resources.size() < planned)
-        arm_timer(replan_timer.fd, options.withheld_replan_interval);
+        arm_timer(replan_timer.get(), options.withheld_replan_interval);
       else
-        disarm_timer(replan_timer.fd);
+        disarm_timer(replan_timer.get());
     }
     PlanDiff diff = diff_plans(plan, new_plan);
     for (const auto& p : new_plan.problems)
@@ -242,12 +231,12 @@ struct Daemon::Impl {
                      options.register_backoff_max.count());
       }
       kubelet_reachable = false;
-      arm_timer(register_timer.fd, register_backoff.next());
+      arm_timer(register_timer.get(), register_backoff.next());
     } else {
       if (!kubelet_reachable) spdlog::info("kubelet reachable again at {}", kubelet_socket());
       kubelet_reachable = true;
       register_backoff.reset();
-      disarm_timer(register_timer.fd);
+      disarm_timer(register_timer.get());
     }
   }
 
@@ -258,7 +247,7 @@ struct Daemon::Impl {
       spdlog::warn("device-plugin directory {} was removed; waiting for the kubelet to recreate it", plugin_dir);
       // Re-create the watch when it reappears: watch its parent cheaply by retrying registration.
       watcher.reset();
-      arm_timer(register_timer.fd, register_backoff.next());
+      arm_timer(register_timer.get(), register_backoff.next());
       return;
     }
     bool restart_seen = changes.kubelet_socket_created;
@@ -310,14 +299,14 @@ struct Daemon::Impl {
       auto delay = discovery_backoff.next();
       spdlog::error("discovery failed ({}): {}; retrying in {} ms", why, inv.error().message, delay.count());
       discovery_failed = true;
-      arm_timer(discovery_timer.fd, delay);
+      arm_timer(discovery_timer.get(), delay);
       apply(cfg, inventory);  // a new config still takes effect on the devices we know
       return;
     }
     if (discovery_failed) spdlog::info("discovery succeeded after earlier failures: {} GPUs", inv->gpus.size());
     discovery_failed = false;
     discovery_backoff.reset();
-    disarm_timer(discovery_timer.fd);
+    disarm_timer(discovery_timer.get());
     for (const auto& w : inv->warnings) spdlog::warn("discovery: {}", w);
     if (inv->gpus.size() != inventory.gpus.size())
       spdlog::info("device count changed: {} -> {} GPUs", inventory.gpus.size(), inv->gpus.size());
@@ -359,16 +348,16 @@ struct Daemon::Impl {
 
   void open_fds() {
     sigset_t set = daemon_signals();
-    signal_fd.fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    event_fd.fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    register_timer.fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    discovery_timer.fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    replan_timer.fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    signal_fd.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+    event_fd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    register_timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    discovery_timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    replan_timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   }
 
   int start() {
-    if (signal_fd.fd < 0 || event_fd.fd < 0 || register_timer.fd < 0 || discovery_timer.fd < 0 ||
-        replan_timer.fd < 0) {
+    if (signal_fd.get() < 0 || event_fd.get() < 0 || register_timer.get() < 0 || discovery_timer.get() < 0 ||
+        replan_timer.get() < 0) {
       spdlog::error("cannot create the event loop's file descriptors: {}", std::strerror(errno));
       return 1;
     }
@@ -391,7 +380,7 @@ struct Daemon::Impl {
       spdlog::error("device discovery failed: {}", inv.error().message);
       spdlog::warn("failOnInitError=false: serving zero devices; retrying discovery in {} ms", delay.count());
       discovery_failed = true;
-      arm_timer(discovery_timer.fd, delay);
+      arm_timer(discovery_timer.get(), delay);
       inv = Inventory{};
     } else {
       for (const auto& w : inv->warnings) spdlog::warn("discovery: {}", w);
@@ -409,12 +398,12 @@ struct Daemon::Impl {
         std::lock_guard lock(mu);
         if (stop_requested) return 0;
       }
-      pollfd fds[7] = {{signal_fd.fd, POLLIN, 0},
-                       {event_fd.fd, POLLIN, 0},
-                       {register_timer.fd, POLLIN, 0},
-                       {discovery_timer.fd, POLLIN, 0},
+      pollfd fds[7] = {{signal_fd.get(), POLLIN, 0},
+                       {event_fd.get(), POLLIN, 0},
+                       {register_timer.get(), POLLIN, 0},
+                       {discovery_timer.get(), POLLIN, 0},
                        {watcher ? watcher->fd() : -1, POLLIN, 0},
-                       {replan_timer.fd, POLLIN, 0},
+                       {replan_timer.get(), POLLIN, 0},
                        {config_watcher ? config_watcher->fd() : -1, POLLIN, 0}};
       int n = ::poll(fds, 7, -1);
       if (n < 0) {
@@ -425,7 +414,7 @@ struct Daemon::Impl {
       if (fds[4].revents & POLLIN) on_dir_changes(watcher->read_changes());
       if (fds[0].revents & POLLIN) {
         signalfd_siginfo info{};
-        while (::read(signal_fd.fd, &info, sizeof(info)) == sizeof(info)) {
+        while (::read(signal_fd.get(), &info, sizeof(info)) == sizeof(info)) {
           if (info.ssi_signo == SIGHUP) {
             spdlog::info("SIGHUP: reloading configuration and rediscovering devices");
             reload();
@@ -436,7 +425,7 @@ struct Daemon::Impl {
         }
       }
       if (fds[1].revents & POLLIN) {
-        drain(event_fd.fd);
+        drain(event_fd.get());
         std::deque<std::function<void()>> work;
         {
           std::lock_guard lock(mu);
@@ -445,7 +434,7 @@ struct Daemon::Impl {
         for (auto& t : work) t();
       }
       if (fds[2].revents & POLLIN) {
-        drain(register_timer.fd);
+        drain(register_timer.get());
         ensure_watcher();
         // After a missed event (or none at all) re-serve anything whose socket vanished.
         for (auto& [name, server] : servers)
@@ -453,7 +442,7 @@ struct Daemon::Impl {
         register_pending();
       }
       if (fds[3].revents & POLLIN) {
-        drain(discovery_timer.fd);
+        drain(discovery_timer.get());
         rediscover(config, "retry");
       }
       if ((fds[6].revents & POLLIN) && config_watcher->changed()) {
@@ -461,7 +450,7 @@ struct Daemon::Impl {
         reload();
       }
       if (fds[5].revents & POLLIN) {
-        drain(replan_timer.fd);
+        drain(replan_timer.get());
         apply(config, inventory);  // the plan filter may let withheld resources through now
       }
     }
@@ -520,7 +509,7 @@ void Daemon::stop() {
     impl_->stop_requested = true;
   }
   uint64_t one = 1;
-  [[maybe_unused]] auto n = ::write(impl_->event_fd.fd, &one, sizeof(one));
+  [[maybe_unused]] auto n = ::write(impl_->event_fd.get(), &one, sizeof(one));
 }
 
 StatePtr Daemon::state() const {

@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <utility>
 
 namespace kgpu::server {
 
@@ -38,23 +37,11 @@ Result<PluginDirWatcher> PluginDirWatcher::open(const std::string& dir) {
   return PluginDirWatcher(fd);
 }
 
-PluginDirWatcher::PluginDirWatcher(PluginDirWatcher&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-PluginDirWatcher& PluginDirWatcher::operator=(PluginDirWatcher&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-PluginDirWatcher::~PluginDirWatcher() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 DirChanges PluginDirWatcher::read_changes() {
   DirChanges all;
   alignas(inotify_event) char buf[8192];
   while (true) {
-    ssize_t n = ::read(fd_, buf, sizeof(buf));
+    ssize_t n = ::read(fd_.get(), buf, sizeof(buf));
     if (n <= 0) break;  // EAGAIN: drained
     DirChanges c = parse_inotify_events(buf, static_cast<size_t>(n));
     all.kubelet_socket_created |= c.kubelet_socket_created;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "core/unique_fd.h"
 
 namespace kgpu::server {
 
@@ -22,16 +23,13 @@ DirChanges parse_inotify_events(const char* buffer, size_t length);
 class PluginDirWatcher {
  public:
   static Result<PluginDirWatcher> open(const std::string& dir);
-  PluginDirWatcher(PluginDirWatcher&& other) noexcept;
-  PluginDirWatcher& operator=(PluginDirWatcher&& other) noexcept;
-  ~PluginDirWatcher();
 
-  int fd() const { return fd_; }  // readable when events are pending (poll it)
+  int fd() const { return fd_.get(); }  // readable when events are pending (poll it)
   DirChanges read_changes();      // drains every pending event; never blocks
 
  private:
   explicit PluginDirWatcher(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 }  // namespace kgpu::server

@@ -23,16 +23,6 @@ class HealthE2E : public SimE2E {
   bool wait_watching(const ChildProcess& plugin) {
     return wait_until([&] { return plugin.stderr_text().find("health: watching") != std::string::npos; }, 20s);
   }
-  bool wait_health(const std::string& resource, const std::string& id, const std::string& health) {
-    return sim->wait_for(
-        [&](const sim::Snapshot& s) {
-          const auto* r = s.find(resource);
-          if (!r) return false;
-          return std::any_of(r->devices.begin(), r->devices.end(),
-                             [&](const sim::SimDevice& d) { return d.id == id && d.health == health; });
-        },
-        20s);
-  }
 
   fake_nvml::Control control{work.file("nvml.control")};
 };

@@ -3,6 +3,7 @@
 // kubelet simulator serving that dir. Plugins started through start() register with it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -35,6 +36,18 @@ class SimE2E : public ::testing::Test {
           const auto* r = s.find(resource);
           return r && r->connected && r->registrations >= min_registrations && r->healthy_count() == healthy &&
                  (!total || r->devices.size() == *total);
+        },
+        std::chrono::seconds(20));
+  }
+
+  // Waits until the simulator shows device `id` of `resource` with `health` ("Healthy"/"Unhealthy").
+  bool wait_health(const std::string& resource, const std::string& id, const std::string& health) {
+    return sim->wait_for(
+        [&](const sim::Snapshot& s) {
+          const auto* r = s.find(resource);
+          if (!r) return false;
+          return std::any_of(r->devices.begin(), r->devices.end(),
+                             [&](const sim::SimDevice& d) { return d.id == id && d.health == health; });
         },
         std::chrono::seconds(20));
   }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "fake-nvml/fake_nvml_control.h"
+#include "support/eventually.h"
 #include "unit/nvml/fake_fleet.h"
 
 namespace kgpu {
@@ -55,16 +56,7 @@ class Collector {
   std::vector<HealthEvent> events_;
 };
 
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 5s) {
-  // Polls a monitor statistic (no notification exists for it); the deadline bounds the test.
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::yield();
-  }
-  return pred();
-}
+using test::eventually;
 
 HealthMonitorOptions fast_options() {
   HealthMonitorOptions o;

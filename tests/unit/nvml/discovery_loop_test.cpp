@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/eventually.h"
 #include "unit/nvml/fake_fleet.h"
 
 namespace kgpu {
@@ -16,16 +17,7 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 5s) {
-  // Polls the loop's attempt counter (no notification exists for it); the deadline bounds the test.
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::yield();
-  }
-  return pred();
-}
+using test::eventually;
 
 struct Found {
   std::mutex mu;
