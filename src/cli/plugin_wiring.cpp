@@ -151,12 +151,16 @@ void SysfsHealthWatcher::stop() {
 }
 
 void SysfsHealthWatcher::on_plan(const Config& config, const Inventory& inventory, const ResourcePlan&) {
-  {
-    std::lock_guard lock(mu_);
-    config_ = config;
-  }
   bool sysfs_devices = std::any_of(inventory.gpus.begin(), inventory.gpus.end(),
                                    [](const Gpu& g) { return g.vendor != Vendor::Nvidia; });
+  {
+    std::lock_guard lock(mu_);
+    // Health changes re-plan with the same config and devices: nothing to re-probe then.
+    if (planned_ && config == config_ && sysfs_devices == sysfs_devices_) return;
+    planned_ = true;
+    config_ = config;
+    sysfs_devices_ = sysfs_devices;
+  }
   auto choice = choose_backends(config.backends, probe_node(config));
   std::vector<std::string> dirs;
   if (sysfs_devices && choice) {

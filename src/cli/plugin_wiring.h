@@ -82,6 +82,8 @@ class SysfsHealthWatcher {
   UniqueFd inotify_fd_, stop_fd_;
   std::mutex mu_;  // guards config_ (read on the watcher thread)
   Config config_;
+  bool planned_ = false;        // config_ / sysfs_devices_ describe an earlier plan
+  bool sysfs_devices_ = false;  // the inventory had AMD / Intel / generic devices
 };
 
 // Writes the node-feature-discovery feature file on every plan (only when the labels changed)
