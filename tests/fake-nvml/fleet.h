@@ -123,6 +123,8 @@ struct Fleet {
 
 // Reads and validates a fleet file. The error names the file, line, column and field.
 Result<Fleet> load_fleet(const std::string& path);
+// The same for fleet text already in memory (the fuzz target); `name` stands in for the path.
+Result<Fleet> parse_fleet(const std::string& text, const std::string& name);
 
 // "00000000:07:00.0" (NVML's 32-byte busId form, upper-case hex).
 std::string bus_id_string(const PciAddress& pci);

@@ -428,11 +428,11 @@ Fleet parse_document(const YAML::Node& root, const std::string& path) {
   return fleet;
 }
 
-}  // namespace
-
-Result<Fleet> load_fleet(const std::string& path) {
+// Parses with `load` (from a file or from text) and turns every parser exception into an Error.
+template <typename Load>
+Result<Fleet> parse_with(Load load, const std::string& path) {
   try {
-    YAML::Node root = YAML::LoadFile(path);
+    YAML::Node root = load();
     return parse_document(root, path);
   } catch (const FleetError& e) {
     return Error::invalid(e.what());
@@ -442,6 +442,16 @@ Result<Fleet> load_fleet(const std::string& path) {
     return Error::invalid(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                           ": YAML syntax error: " + e.msg);
   }
+}
+
+}  // namespace
+
+Result<Fleet> load_fleet(const std::string& path) {
+  return parse_with([&] { return YAML::LoadFile(path); }, path);
+}
+
+Result<Fleet> parse_fleet(const std::string& text, const std::string& name) {
+  return parse_with([&] { return YAML::Load(text); }, name);
 }
 
 std::string bus_id_string(const PciAddress& pci) {
