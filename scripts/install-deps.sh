@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian (bookworm) package kgpu needs to build, test and benchmark.
+# clang-14 + libclang-rt-14-dev (libclang_rt.fuzzer, the sanitizer runtimes): the fuzz targets. The
+# sanitizer builds use gcc's own runtimes (libasan8, libubsan1, libtsan2: build-essential brings them).
 # Idempotent: re-running it on a machine that has everything is quick.
 set -euo pipefail
 
@@ -9,6 +11,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang-14 libclang-rt-14-dev
   python3 python3-yaml
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
 )

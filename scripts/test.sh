@@ -1,10 +1,65 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds kgpu (warnings as errors) and runs the whole test suite.
+# Installs dependencies, then builds and tests kgpu the way CI does (.ci/run execs this script),
+# each phase in its own build folder:
+#   build  RelWithDebInfo, warnings as errors; every test (unit, e2e, deploy)
+#   asan   ASan+UBSan on every target (kgpu, the fake NVML, the tests); every unit and e2e test,
+#          four at once so the e2e tests also run concurrently, under load (orderings like issue 19)
+#   tsan   TSan; only what test_e2e needs (kgpu, the fake NVML, test_e2e); the e2e tests
+#   fuzz   clang + libFuzzer; every target in tests/fuzz for KGPU_FUZZ_SECONDS (default 20)
+# KGPU_CI_PHASES picks phases (default: all four), e.g. KGPU_CI_PHASES="build asan" ./scripts/test.sh.
+# Sanitizer builds are Debug at -O1 -g1: a third of the compile time of -O2 -g, line numbers in
+# every report, and tests fast enough for CI's 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/install-deploy-deps.sh
+
 jobs=$(nproc)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGPU_WERROR=ON
-cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
+phases=${KGPU_CI_PHASES:-build asan tsan fuzz}
+sanitizer_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
+
+# Runs one phase and prints its wall and CPU time (the CI budget is 90 minutes on 2 cores).
+phase() {
+  local name=$1
+  shift
+  case " $phases " in *" $name "*) ;; *) echo "== $name: skipped (KGPU_CI_PHASES)"; return 0 ;; esac
+  echo "== $name"
+  local start=$SECONDS
+  "phase_$name"
+  echo "== $name: done in $((SECONDS - start)) s wall; CPU so far (user sys, children):"
+  times | tail -1
+}
+
+phase_build() {
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGPU_WERROR=ON
+  cmake --build build -j"$jobs"
+  ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
+}
+
+phase_asan() {
+  cmake -S . -B build-asan "${sanitizer_flags[@]}" -DKGPU_WERROR=ON -DKGPU_BUILD_BENCH=OFF \
+    -DKGPU_SANITIZE=address,undefined
+  cmake --build build-asan -j"$jobs"
+  # Deploy checks run no C++ code: phase build covers them.
+  ctest --test-dir build-asan --output-on-failure -j4 --timeout 600 -LE deploy
+}
+
+phase_tsan() {
+  cmake -S . -B build-tsan "${sanitizer_flags[@]}" -DKGPU_WERROR=ON -DKGPU_BUILD_BENCH=OFF -DKGPU_SANITIZE=thread
+  cmake --build build-tsan -j"$jobs" --target test_e2e
+  ctest --test-dir build-tsan --output-on-failure -j"$jobs" --timeout 600 -L e2e
+}
+
+phase_fuzz() {
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGPU_WERROR=ON \
+    -DKGPU_BUILD_BENCH=OFF -DKGPU_FUZZ=ON -DKGPU_FUZZ_SECONDS="${KGPU_FUZZ_SECONDS:-20}"
+  cmake --build build-fuzz -j"$jobs" --target kgpu_fuzzers
+  ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -L fuzz
+}
+
+phase build
+phase asan
+phase tsan
+phase fuzz
+
+# --- container image checks (h7): the lead adds ./scripts/ci-image.sh here -------------------------
