@@ -1,15 +1,26 @@
-// Fuzz target: what kgpu reads from the API server. The whole input as the answer to a GET of the
-// Node, then line by line as a watch stream (as NodeWatcher splits it), and the labels of every
-// Node that parsed through the per-node config choice. Any answer gives a value or an Error.
+// Fuzz target: what kgpu reads from the API server. Two passes per input:
+//  - raw: the input as the answer to a GET of the Node, then line by line as a watch stream (as
+//    NodeWatcher splits it);
+//  - typed: the input drives a generator that writes a Node / watch event in which any field may
+//    have any JSON type (a number for "kind", a string for "code", an object for a label value):
+//    the mistakes a real server, a proxy or an attacker makes, which raw byte mutation rarely hits.
+// The labels of every Node that parsed go through the per-node config choice. Any answer gives a
+// value or an Error.
+#include <fuzzer/FuzzedDataProvider.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "kube/node_config.h"
 #include "kube/node_object.h"
 
 namespace {
+
+using nlohmann::json;
 
 const kgpu::kube::NodeConfigSource kSource{"node-1", "nvidia.com/device-plugin.config", "/config", "default"};
 
@@ -18,25 +29,93 @@ void choose(const kgpu::kube::NodeSnapshot& node) {
   for (bool exists : {false, true}) {
     auto choice = kgpu::kube::choose_node_config(node.labels, kSource, [exists](const std::string&) { return exists; });
     if (choice.file.empty()) continue;
+    if (!choice.file.starts_with(kSource.config_dir + "/")) __builtin_trap();
     const std::string_view name = std::string_view(choice.file).substr(kSource.config_dir.size() + 1);
-    if (!choice.file.starts_with(kSource.config_dir + "/") || name.empty() || name.find('/') != std::string_view::npos ||
-        name == "." || name == "..")
-      __builtin_trap();
+    if (name.empty() || name.find('/') != std::string_view::npos || name == "." || name == "..") __builtin_trap();
   }
+}
+
+void parse_answer(std::string_view text) {
+  if (auto node = kgpu::kube::parse_node(text)) choose(*node);
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    if (!line.empty())
+      if (auto event = kgpu::kube::parse_watch_event(line)) choose(event->node);
+    start = end + 1;
+  }
+}
+
+const char* const kWords[] = {"Node", "Status", "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "v1",
+                              "nvidia.com/device-plugin.config", "default", "..", "a/b", ""};
+
+json any_value(FuzzedDataProvider& in, int depth) {
+  switch (in.ConsumeIntegralInRange<int>(0, depth > 0 ? 7 : 5)) {
+    case 0: return nullptr;
+    case 1: return in.ConsumeBool();
+    case 2: return in.ConsumeIntegral<int64_t>();
+    case 3: return in.ConsumeFloatingPoint<double>();
+    case 4: return in.ConsumeRandomLengthString(24);
+    case 5: return kWords[in.ConsumeIntegralInRange<size_t>(0, std::size(kWords) - 1)];
+    case 6: {
+      json a = json::array();
+      for (int n = in.ConsumeIntegralInRange<int>(0, 3); n > 0; --n) a.push_back(any_value(in, depth - 1));
+      return a;
+    }
+    default: {
+      json o = json::object();
+      for (int n = in.ConsumeIntegralInRange<int>(0, 3); n > 0; --n)
+        o[in.ConsumeRandomLengthString(12)] = any_value(in, depth - 1);
+      return o;
+    }
+  }
+}
+
+// The expected value most of the time, any value sometimes, absent sometimes.
+void field(FuzzedDataProvider& in, json& object, const char* key, const json& expected) {
+  switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+    case 0: return;
+    case 1: object[key] = any_value(in, 2); return;
+    default: object[key] = expected;
+  }
+}
+
+json node_object(FuzzedDataProvider& in) {
+  json labels = json::object();
+  for (int n = in.ConsumeIntegralInRange<int>(0, 3); n > 0; --n) {
+    std::string key = in.ConsumeBool() ? kSource.label : in.ConsumeRandomLengthString(16);
+    labels[key] = in.ConsumeBool() ? json(in.ConsumeRandomLengthString(16)) : any_value(in, 1);
+  }
+  json metadata = json::object();
+  field(in, metadata, "name", "node-1");
+  field(in, metadata, "resourceVersion", std::to_string(in.ConsumeIntegral<uint32_t>()));
+  field(in, metadata, "labels", labels);
+  json node = json::object();
+  field(in, node, "kind", "Node");
+  field(in, node, "apiVersion", "v1");
+  field(in, node, "metadata", metadata);
+  field(in, node, "code", 410);
+  return node;
+}
+
+std::string typed_answer(FuzzedDataProvider& in) {
+  std::string text;
+  for (int n = in.ConsumeIntegralInRange<int>(1, 3); n > 0; --n) {
+    json event = json::object();
+    field(in, event, "type", kWords[in.ConsumeIntegralInRange<size_t>(2, 6)]);
+    field(in, event, "object", node_object(in));
+    json doc = in.ConsumeBool() ? event : node_object(in);
+    text += doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  }
+  return text;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view input(reinterpret_cast<const char*>(data), size);
-  if (auto node = kgpu::kube::parse_node(input)) choose(*node);
-  for (size_t start = 0; start < input.size();) {
-    size_t end = input.find('\n', start);
-    if (end == std::string_view::npos) end = input.size();
-    const std::string_view line = input.substr(start, end - start);
-    if (!line.empty())
-      if (auto event = kgpu::kube::parse_watch_event(line)) choose(event->node);
-    start = end + 1;
-  }
+  parse_answer(std::string_view(reinterpret_cast<const char*>(data), size));
+  FuzzedDataProvider in(data, size);
+  parse_answer(typed_answer(in));
   return 0;
 }
