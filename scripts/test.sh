@@ -51,7 +51,9 @@ phase_tsan() {
 }
 
 phase_fuzz() {
-  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGPU_WERROR=ON \
+  # Warnings are not errors here: gcc is the project's compiler (phase build has -Werror); clang
+  # warns about other things (e.g. the C casts inside NVML's own version macros).
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGPU_WERROR=OFF \
     -DKGPU_BUILD_BENCH=OFF -DKGPU_FUZZ=ON -DKGPU_FUZZ_SECONDS="${KGPU_FUZZ_SECONDS:-20}"
   cmake --build build-fuzz -j"$jobs" --target kgpu_fuzzers
   ctest --test-dir build-fuzz --output-on-failure -j"$jobs" -L fuzz

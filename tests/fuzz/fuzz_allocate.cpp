@@ -1,5 +1,5 @@
 // Fuzz target: the kubelet's requests, as the gRPC handlers (src/server/resource_server.cpp) pass
-// them to the pure functions behind them: Allocate -> allocate() + to_proto(), and
+// them to the pure functions behind them: Allocate -> allocate() (+ backing_devices()), and
 // GetPreferredAllocation -> preferred_allocation(), against fixed plans built from shipped fleets
 // (whole GPUs, time-slicing and MPS replicas, MIG mixed). PreStartContainer is not fuzzed: kgpu
 // advertises preStartRequired=false and its handler reads nothing from the request.
@@ -18,7 +18,6 @@
 #include "fuzz/fleet_inventory.h"
 #include "plan/allocate.h"
 #include "plan/plan.h"
-#include "server/edits_proto.h"
 
 namespace {
 
@@ -68,8 +67,6 @@ void check_allocate(const FixedPlan& p, const kgpu::Resource& resource, const st
   if (ids.empty()) __builtin_trap();  // an empty request must be refused
   for (const auto& id : ids)
     if (!resource.find(id)) __builtin_trap();  // an unknown ID must be refused
-  v1beta1::ContainerAllocateResponse wire;
-  kgpu::server::to_proto(*edits, &wire);
   (void)kgpu::backing_devices(p.inventory, resource, ids);
 }
 
