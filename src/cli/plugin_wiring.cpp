@@ -234,7 +234,10 @@ LabelsWriter::~LabelsWriter() { stop_watch(); }
 
 void LabelsWriter::on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan) {
   keep_on_exit_ = config.keep_labels_on_exit;
-  if (!config.labels_enabled) return;
+  if (!config.labels_enabled) {
+    stop_watch();  // a reload switched labels off: stop keeping the file
+    return;
+  }
   // The context's files (machine type, PCI classes) change only with the GPUs or the settings, not
   // with health: read them again only then, not on every XID.
   auto stamp = config.gfd_no_timestamp ? std::nullopt : start_time_;
