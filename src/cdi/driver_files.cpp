@@ -64,7 +64,8 @@ std::string escaped(std::string_view s) {
 }
 
 // A folder entry's name when it can go into a spec; otherwise a warning and nothing.
-std::optional<std::string> usable_name(const fs::path& entry, const std::string& dir, std::vector<std::string>& warnings) {
+std::optional<std::string> usable_name(const fs::path& entry, const std::string& dir,
+                                       std::vector<std::string>& warnings) {
   std::string name = entry.filename().string();
   if (valid_utf8(name)) return name;
   warnings.push_back("skipping " + dir + "/" + escaped(name) + ": the name is not UTF-8, so no CDI spec can name it");

@@ -167,7 +167,8 @@ TEST(CdiSpec, NonNvidiaDevicesAreLeftOut) {
 TEST(CdiWriter, WritesAtomicallyWithMode0644AndRemovesStaleSpecs) {
   TempDir dir;
   // A spec kgpu wrote for an earlier kind: its kind maps back to its name.
-  std::ofstream(dir.path() + "/kgpu-old.example.com-gpu.json") << R"({"cdiVersion":"0.5.0","kind":"old.example.com/gpu"})";
+  std::ofstream(dir.path() + "/kgpu-old.example.com-gpu.json")
+      << R"({"cdiVersion":"0.5.0","kind":"old.example.com/gpu"})";
   std::ofstream(dir.path() + "/other-vendor.json") << "{}";
   ::umask(077);  // the writer must not depend on the process umask
   auto written = write_cdi_spec(dir.path(), "k8s.device-plugin.nvidia.com/gpu", json{{"kind", "x"}});
