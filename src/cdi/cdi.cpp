@@ -16,14 +16,16 @@ std::string cdi_scan_root(const Config& config) {
   return config.nvidia_driver_root;
 }
 
-Result<std::string> generate_cdi_spec(const Config& config, const Inventory& inventory) {
+Result<WrittenCdiSpec> generate_cdi_spec(const Config& config, const Inventory& inventory) {
   const std::string root = cdi_scan_root(config);
   // The dev root as seen from here: inside the driver root mount when the dev root is the driver
   // root (the usual case), else the host path itself.
   const bool dev_in_driver_root = config.nvidia_dev_root.empty() || config.nvidia_dev_root == config.nvidia_driver_root;
   auto files = find_driver_files(root, dev_in_driver_root ? root : config.dev_root(), inventory.driver_version);
   if (!files) return files.error();
-  return write_cdi_spec(config.cdi_spec_dir, config.cdi_kind, build_cdi_spec(config, inventory, *files));
+  auto path = write_cdi_spec(config.cdi_spec_dir, config.cdi_kind, build_cdi_spec(config, inventory, *files));
+  if (!path) return path.error();
+  return WrittenCdiSpec{std::move(*path), std::move(files->warnings)};
 }
 
 }  // namespace kgpu

@@ -1,6 +1,7 @@
 #pragma once
 // CDI for the daemon and `kgpu cdi generate`: scan the driver root, build the spec, write it.
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "core/inventory.h"
@@ -12,7 +13,12 @@ namespace kgpu {
 // daemon in its pod), else nvidiaDriverRoot (running on the host).
 std::string cdi_scan_root(const Config& config);
 
-// find_driver_files + build_cdi_spec + write_cdi_spec into config.cdi_spec_dir. Returns the path.
-Result<std::string> generate_cdi_spec(const Config& config, const Inventory& inventory);
+struct WrittenCdiSpec {
+  std::string path;
+  std::vector<std::string> warnings;  // driver files left out of the spec (DriverFiles::warnings)
+};
+
+// find_driver_files + build_cdi_spec + write_cdi_spec into config.cdi_spec_dir.
+Result<WrittenCdiSpec> generate_cdi_spec(const Config& config, const Inventory& inventory);
 
 }  // namespace kgpu

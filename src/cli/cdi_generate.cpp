@@ -6,6 +6,7 @@
 #include "cdi/cdi.h"
 #include "cdi/driver_files.h"
 #include "cdi/spec_builder.h"
+#include "cdi/spec_writer.h"
 #include "cli/command.h"
 #include "config/loader.h"
 #include "server/node_discovery.h"
@@ -38,7 +39,8 @@ int run_cdi_generate(const CdiArgs& args) {
       std::cerr << "cannot generate CDI spec: " << files.error().message << "\n";
       return 1;
     }
-    std::cout << kgpu::build_cdi_spec(config, *inventory, *files).dump(2) << "\n";
+    for (const auto& w : files->warnings) std::cerr << "warning: " << w << "\n";
+    std::cout << kgpu::cdi_spec_text(kgpu::build_cdi_spec(config, *inventory, *files));
     return 0;
   }
   auto written = kgpu::generate_cdi_spec(config, *inventory);
@@ -46,7 +48,8 @@ int run_cdi_generate(const CdiArgs& args) {
     std::cerr << "cannot generate CDI spec: " << written.error().message << "\n";
     return 1;
   }
-  std::cout << "wrote " << *written << "\n";
+  for (const auto& w : written->warnings) std::cerr << "warning: " << w << "\n";
+  std::cout << "wrote " << written->path << "\n";
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
@@ -138,15 +139,33 @@ bool HealthWiring::stop() {
 
 // --- sysfs health ---
 
+namespace {
+
+// Blocks until the stop eventfd fires (false) or `watch` has events that may matter (true).
+bool wait_for_change(DirWatch& watch, int stop_fd) {
+  while (true) {
+    pollfd fds[2] = {{watch.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return false;
+    if (fds[1].revents & POLLIN) return false;
+    if ((fds[0].revents & POLLIN) && watch.drain()) return true;
+  }
+}
+
+void signal_stop(int stop_fd) {
+  uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(stop_fd, &one, sizeof(one));
+}
+
+}  // namespace
+
 SysfsHealthWatcher::~SysfsHealthWatcher() { stop(); }
 
 void SysfsHealthWatcher::stop() {
   if (thread_.joinable()) {
-    uint64_t one = 1;
-    [[maybe_unused]] auto n = ::write(stop_fd_.get(), &one, sizeof(one));
+    signal_stop(stop_fd_.get());
     thread_.join();
   }
-  inotify_fd_.reset();
+  watch_.reset();
   stop_fd_.reset();
 }
 
@@ -172,36 +191,23 @@ void SysfsHealthWatcher::on_plan(const Config& config, const Inventory& inventor
   stop();
   dirs_ = dirs;
   if (dirs.empty()) return;
-  inotify_fd_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  auto watch = DirWatch::open(dirs, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO);
   stop_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!inotify_fd_.valid() || !stop_fd_.valid()) {
-    spdlog::error("sysfs health: cannot create inotify/eventfd: {}", std::strerror(errno));
+  if (!watch || !stop_fd_.valid()) {
+    spdlog::error("sysfs health: cannot watch the device folders ({}); devices are rechecked on reload only",
+                  watch ? std::strerror(errno) : watch.error().message);
     stop();
     return;
   }
-  size_t watched = 0;
-  for (const auto& dir : dirs) {
-    if (::inotify_add_watch(inotify_fd_.get(), dir.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) >= 0)
-      ++watched;
-    else
-      spdlog::warn("sysfs health: cannot watch {}: {}; its devices are rechecked on reload only", dir,
-                   std::strerror(errno));
-  }
-  spdlog::info("sysfs health: watching {} of {} device folders", watched, dirs.size());
+  watch_.emplace(std::move(*watch));
+  // A folder that does not exist now is watched through its parent and picked up when it appears.
+  spdlog::info("sysfs health: watching {} of {} device folders", watch_->watched_directly(), dirs.size());
   thread_ = std::thread([this] { run(); });
 }
 
-// The fds are opened before the thread starts and closed only after it is joined.
+// The watch and stop fd are set up before the thread starts and reset only after it is joined.
 void SysfsHealthWatcher::run() {
-  const int inotify_fd = inotify_fd_.get();
-  while (true) {
-    pollfd fds[2] = {{inotify_fd, POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
-    if (fds[1].revents & POLLIN) return;
-    if (!(fds[0].revents & POLLIN)) continue;
-    alignas(inotify_event) char buffer[4096];
-    while (::read(inotify_fd, buffer, sizeof(buffer)) > 0) {
-    }
+  while (wait_for_change(*watch_, stop_fd_.get())) {
     Config config;
     {
       std::lock_guard lock(mu_);
@@ -224,10 +230,14 @@ void SysfsHealthWatcher::run() {
 
 // --- labels ---
 
+LabelsWriter::~LabelsWriter() { stop_watch(); }
+
 void LabelsWriter::on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan) {
-  path_ = config.gfd_output_file;
   keep_on_exit_ = config.keep_labels_on_exit;
-  if (!config.labels_enabled) return;
+  if (!config.labels_enabled) {
+    stop_watch();  // a reload switched labels off: stop keeping the file
+    return;
+  }
   // The context's files (machine type, PCI classes) change only with the GPUs or the settings, not
   // with health: read them again only then, not on every XID.
   auto stamp = config.gfd_no_timestamp ? std::nullopt : start_time_;
@@ -238,17 +248,71 @@ void LabelsWriter::on_plan(const Config& config, const Inventory& inventory, con
     context_key_ = std::move(key);
   }
   auto labels = node_labels(config, inventory, plan, *context_);
-  if (written_ && *written_ == labels) return;
-  if (auto st = write_feature_file(path_, labels); !st) {
-    spdlog::error("labels: {}", st.error().message);
+  {
+    std::lock_guard lock(mu_);
+    const bool same_file = path_ == config.gfd_output_file;
+    path_ = config.gfd_output_file;
+    wanted_ = std::move(labels);
+    if (!same_file || !written_ || *written_ != *wanted_) write_locked(false);
+  }
+  watch_folder_of(config.gfd_output_file);
+}
+
+void LabelsWriter::write_locked(bool from_watch) {
+  if (!wanted_ || path_.empty()) return;
+  auto wrote = write_feature_file(path_, *wanted_);
+  if (!wrote) {
+    spdlog::error("labels: {}{}", wrote.error().message,
+                  from_watch ? "" : "; written as soon as the folder allows (it is watched)");
     return;
   }
-  spdlog::info("labels: wrote {} labels to {}", labels.size(), path_);
-  written_ = std::move(labels);
+  written_ = wanted_;
+  ever_written_ = true;
+  if (*wrote)
+    spdlog::info("labels: {} {} labels to {}", from_watch ? "rewrote" : "wrote", wanted_->size(), path_);
+}
+
+// Loop thread. One watch on the file's folder; moved when the output file setting changes.
+void LabelsWriter::watch_folder_of(const std::string& path) {
+  if (path == watched_path_ && thread_.joinable()) return;
+  stop_watch();
+  watched_path_ = path;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = (parent.empty() ? std::filesystem::path(".") : parent).string();
+  // The file deleted or replaced by someone else, or written by us (then the content compares equal).
+  auto watch = DirWatch::open({dir}, IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE);
+  stop_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!watch || !stop_fd_.valid()) {
+    spdlog::warn("labels: cannot watch {} ({}); the file is rewritten on plan changes only", dir,
+                 watch ? std::strerror(errno) : watch.error().message);
+    stop_fd_.reset();
+    return;
+  }
+  watch_.emplace(std::move(*watch));
+  thread_ = std::thread([this] { run(); });
+}
+
+void LabelsWriter::stop_watch() {
+  if (thread_.joinable()) {
+    signal_stop(stop_fd_.get());
+    thread_.join();
+  }
+  watch_.reset();
+  stop_fd_.reset();
+  watched_path_.clear();
+}
+
+void LabelsWriter::run() {
+  while (wait_for_change(*watch_, stop_fd_.get())) {
+    std::lock_guard lock(mu_);
+    write_locked(true);
+  }
 }
 
 void LabelsWriter::on_exit() {
-  if (!written_) return;
+  stop_watch();  // before removing: the watcher would write the file again
+  std::lock_guard lock(mu_);
+  if (!ever_written_) return;
   if (keep_on_exit_) {
     spdlog::info("labels: leaving {} in place (keepLabelsOnExit)", path_);
     return;
@@ -289,7 +353,8 @@ void CdiWriter::on_plan(const Config& config, const Inventory& inventory, const 
                   written.error().message);
     return;
   }
-  spdlog::info("cdi: wrote {}", *written);
+  for (const auto& w : written->warnings) spdlog::warn("cdi: {}", w);
+  spdlog::info("cdi: wrote {}", written->path);
   last_key_ = std::move(key);
 }
 

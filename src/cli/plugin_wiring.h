@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/dir_watch.h"
 #include "core/inventory.h"
 #include "core/unique_fd.h"
 #include "core/resource_plan.h"
@@ -65,7 +66,9 @@ class HealthWiring {
 // Health of sysfs-backed devices (AMD, Intel, generic groups): inotify on the /dev folders whose
 // entries come and go with the devices (sysfs itself does not support inotify); on a change the
 // sysfs backends are rescanned and a device that vanished leaves the healthy set, one that came
-// back rejoins it. No timer: an idle node causes no wake-ups.
+// back rejoins it. The watches re-arm themselves (core/dir_watch.h): devtmpfs removes an empty
+// /dev/dri when a driver unloads, and the folder that comes back is watched again (and rescanned).
+// No timer: an idle node causes no wake-ups.
 class SysfsHealthWatcher {
  public:
   explicit SysfsHealthWatcher(server::Daemon& daemon) : daemon_(daemon) {}
@@ -79,7 +82,8 @@ class SysfsHealthWatcher {
   server::Daemon& daemon_;
   std::vector<std::string> dirs_;
   std::thread thread_;
-  UniqueFd inotify_fd_, stop_fd_;
+  std::optional<DirWatch> watch_;  // used by the watcher thread only while it runs
+  UniqueFd stop_fd_;
   std::mutex mu_;  // guards config_ (read on the watcher thread)
   Config config_;
   bool planned_ = false;        // config_ / sysfs_devices_ describe an earlier plan
@@ -87,20 +91,36 @@ class SysfsHealthWatcher {
 };
 
 // Writes the node-feature-discovery feature file on every plan (only when the labels changed)
-// and removes it on exit unless keepLabelsOnExit.
+// and removes it on exit unless keepLabelsOnExit. The file's folder is watched (re-arming, see
+// core/dir_watch.h), so a folder that appears after start gets the file, and a file someone else
+// deleted or replaced is written again at once, without a timer.
 class LabelsWriter {
  public:
   explicit LabelsWriter(std::optional<int64_t> start_time) : start_time_(start_time) {}
+  ~LabelsWriter();
   void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);
   void on_exit();
 
  private:
+  void watch_folder_of(const std::string& path);  // loop thread
+  void stop_watch();
+  void run();
+  void write_locked(bool from_watch);  // mu_ held
+
   std::optional<int64_t> start_time_;
   std::optional<LabelContext> context_;  // cached per context_key_ (GPUs + settings)
   std::string context_key_;
-  std::optional<Labels> written_;
-  std::string path_;
   bool keep_on_exit_ = false;
+  std::mutex mu_;  // guards the file state below (the watcher thread rewrites the file)
+  std::string path_;
+  std::optional<Labels> wanted_;   // what the file should hold
+  std::optional<Labels> written_;  // what it held after our last successful write
+  bool ever_written_ = false;      // on_exit removes only a file we wrote
+  // The folder watch and its thread (started and stopped on the loop thread).
+  std::string watched_path_;
+  std::optional<DirWatch> watch_;
+  UniqueFd stop_fd_;
+  std::thread thread_;
 };
 
 // Writes the CDI spec when a cdi-* device list strategy is on, at start and whenever the devices or

@@ -2,16 +2,11 @@
 // checks that need the merged result. Every layer validates through the settings table.
 #include "config/loader.h"
 
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
 #include "config/checks.h"
 #include "config/parse_context.h"
 #include "config/settings.h"
 #include "config/xid_policy.h"
+#include "core/safe_file.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -77,12 +72,12 @@ const std::string* env_value(const Setting& s, const std::map<std::string, std::
   return nullptr;
 }
 
+// The config file through the bounded read (core/safe_file.h): a directory, FIFO, device or a file
+// over kConfigFileLimit is an error, never an empty config or a hang.
 Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::not_found("cannot read config file: " + std::string(std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = read_regular_file(path, kConfigFileLimit);
+  if (!text) return Error{text.error().code, "cannot read config file: " + text.error().message};
+  return text;
 }
 
 void default_origins(LoadedConfig& out) {

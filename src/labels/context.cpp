@@ -2,18 +2,17 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <sstream>
+
+#include "core/safe_file.h"
 
 namespace kgpu {
 namespace {
 
+// Bounded and non-blocking (core/safe_file.h): a FIFO at the machine-type path must not stall the loop.
 std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  auto text = read_regular_file(path, kAttributeFileLimit);
+  if (!text) return std::nullopt;
+  return std::move(*text);
 }
 
 std::string trim(std::string s) {

@@ -1,25 +1,20 @@
 #include "labels/feature_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+
+#include "core/safe_file.h"
 
 namespace kgpu {
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
-
+// Our own earlier file, read back without following links and within a limit: anything else at
+// the path (a symlink, a FIFO, a huge file) simply counts as "different" and gets replaced.
 bool same_content(const std::string& path, const std::string& content) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream current;
-  current << in.rdbuf();
-  return current.str() == content;
+  auto current = read_regular_file(path, kOwnFileLimit, FollowLinks::No);
+  return current && *current == content;
 }
 
 }  // namespace
@@ -30,42 +25,18 @@ std::string format_labels(const Labels& labels) {
   return out;
 }
 
-Status write_feature_file(const std::string& path, const Labels& labels) {
+Result<bool> write_feature_file(const std::string& path, const Labels& labels) {
   const std::string content = format_labels(labels);
-  if (same_content(path, content)) return ok_status();
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Error::unavailable("cannot create " + tmp + ": " + errno_text());
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const auto err = errno_text();
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Error::unavailable("cannot write " + tmp + ": " + err);
-    }
-    done += static_cast<size_t>(n);
-  }
-  // The umask may have narrowed the mode; NFD (another user) must be able to read the file.
-  ::fchmod(fd, 0644);
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const auto err = errno_text();
-    ::unlink(tmp.c_str());
-    return Error::unavailable("cannot flush " + tmp + ": " + err);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const auto err = errno_text();
-    ::unlink(tmp.c_str());
-    return Error::unavailable("cannot rename " + tmp + " to " + path + ": " + err);
-  }
-  return ok_status();
+  if (same_content(path, content)) return false;
+  // NFD (another user) must be able to read the file, whatever the umask.
+  if (auto st = write_file_atomically(path, content, 0644); !st) return st.error();
+  return true;
 }
 
 Status remove_feature_file(const std::string& path) {
+  // unlink(2) removes a link itself, never its target.
   if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-    return Error::unavailable("cannot remove " + path + ": " + errno_text());
+    return Error::unavailable("cannot remove " + path + ": " + std::strerror(errno));
   return ok_status();
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The node-feature-discovery "local" feature file: `key=value` lines, sorted. Written atomically
-// (a temporary file in the same folder, then rename) and only when the content changes, so NFD
-// never reads a half-written file and an unchanged plan costs no write.
+// (core/safe_file.h: a fresh temporary file in the same folder, never following a planted link,
+// then rename) and only when the content changes, so NFD never reads a half-written file and an
+// unchanged plan costs no write.
 #include <string>
 
 #include "core/result.h"
@@ -13,7 +14,8 @@ namespace kgpu {
 std::string format_labels(const Labels& labels);
 
 // Writes `labels` to `path` (mode 0644) unless the file already holds exactly that content.
-Status write_feature_file(const std::string& path, const Labels& labels);
+// Returns whether it wrote.
+Result<bool> write_feature_file(const std::string& path, const Labels& labels);
 
 // Removes the file; a missing file is not an error.
 Status remove_feature_file(const std::string& path);

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
-#include <sstream>
 #include <system_error>
+
+#include "core/safe_file.h"
 
 namespace kgpu::sysfs {
 
@@ -30,12 +30,11 @@ bool is_dir(const fs::path& p) {
 }
 
 std::optional<std::string> read_trimmed(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  std::string s = buf.str();
+  // Bounded and non-blocking (core/safe_file.h): a FIFO or a device planted in a fixture or a
+  // --sysfs-root tree cannot hang discovery, a huge file cannot exhaust memory.
+  auto text = read_regular_file(p.string(), kAttributeFileLimit);
+  if (!text) return std::nullopt;
+  std::string s = std::move(*text);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   return s;
 }

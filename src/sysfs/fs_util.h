@@ -18,7 +18,8 @@ std::string join(std::string_view root, std::string_view abs_path);
 
 bool exists(const fs::path& p);
 bool is_dir(const fs::path& p);
-// File contents without trailing whitespace/newlines; nullopt when unreadable.
+// File contents without trailing whitespace/newlines; nullopt when unreadable, not a regular file
+// or over kAttributeFileLimit (64 KiB).
 std::optional<std::string> read_trimmed(const fs::path& p);
 // Sorted entry names of a directory (empty when missing).
 std::vector<std::string> list_dir(const fs::path& p);

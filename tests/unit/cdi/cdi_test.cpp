@@ -166,7 +166,9 @@ TEST(CdiSpec, NonNvidiaDevicesAreLeftOut) {
 
 TEST(CdiWriter, WritesAtomicallyWithMode0644AndRemovesStaleSpecs) {
   TempDir dir;
-  std::ofstream(dir.path() + "/kgpu-old.example.com-gpu.json") << "{}";
+  // A spec kgpu wrote for an earlier kind: its kind maps back to its name.
+  std::ofstream(dir.path() + "/kgpu-old.example.com-gpu.json")
+      << R"({"cdiVersion":"0.5.0","kind":"old.example.com/gpu"})";
   std::ofstream(dir.path() + "/other-vendor.json") << "{}";
   ::umask(077);  // the writer must not depend on the process umask
   auto written = write_cdi_spec(dir.path(), "k8s.device-plugin.nvidia.com/gpu", json{{"kind", "x"}});
@@ -198,13 +200,89 @@ TEST(CdiGenerate, ScansTheContainerDriverRootAndWritesTheSpec) {
   ASSERT_EQ(cdi_scan_root(config), kDriverRoot);
   auto written = generate_cdi_spec(config, testing::two_gpu_node());
   ASSERT_TRUE(written.ok()) << written.error().message;
-  std::ifstream in(*written);
+  EXPECT_TRUE(written->warnings.empty());
+  std::ifstream in(written->path);
   json spec = json::parse(in);
   // Discovered inside the container, written with host paths.
   EXPECT_EQ(spec.at("containerEdits").at("mounts")[0].at("hostPath"),
             "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15");
   EXPECT_EQ(spec.at("devices")[0].at("containerEdits").at("deviceNodes")[0].at("hostPath"),
             "/run/nvidia/driver/dev/nvidia0");
+}
+
+// Issue 13: "the CDI writer deletes any kgpu-* file in whatever folder cdiSpecDir names". Only a
+// regular kgpu-*.json holding a CDI spec whose kind maps to its name is ours.
+TEST(CdiWriter, LeavesFilesItDidNotWriteAlone) {
+  TempDir dir;
+  TempDir elsewhere;
+  const std::string victim = elsewhere.path() + "/kgpu-victim.example.com-gpu.json";
+  std::ofstream(victim) << R"({"cdiVersion":"0.5.0","kind":"victim.example.com/gpu"})";
+  const std::set<std::string> foreign = {
+      "kgpu-notes.json",                   // not a CDI spec
+      "kgpu-settings.yaml",                // kgpu never writes YAML specs
+      "kgpu-other.example.com-gpu.json",   // a spec, but of another kind than its name says
+      "kgpu-victim.example.com-gpu.json",  // a link to a spec elsewhere
+  };
+  std::ofstream(dir.path() + "/kgpu-notes.json") << "operator notes";
+  std::ofstream(dir.path() + "/kgpu-settings.yaml") << "a: 1";
+  std::ofstream(dir.path() + "/kgpu-other.example.com-gpu.json") << R"({"cdiVersion":"0.5.0","kind":"x.com/y"})";
+  fs::create_symlink(victim, dir.path() + "/kgpu-victim.example.com-gpu.json");
+  ASSERT_TRUE(write_cdi_spec(dir.path(), "a.com/b", json{{"cdiVersion", "0.5.0"}, {"kind", "a.com/b"}}).ok());
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir.path())) left.insert(e.path().filename().string());
+  std::set<std::string> expected = foreign;
+  expected.insert("kgpu-a.com-b.json");
+  EXPECT_EQ(left, expected);
+  EXPECT_TRUE(fs::exists(victim));
+}
+
+// Issue 20 item 1: a link planted at the writer's old, pid-derived temporary name.
+TEST(CdiWriter, LinkAtTheOldTemporaryNameLeavesItsTargetAlone) {
+  TempDir dir;
+  TempDir elsewhere;
+  const std::string victim = elsewhere.path() + "/shadow";
+  std::ofstream(victim) << "root:x:0:0\n";
+  ::chmod(victim.c_str(), 0600);
+  fs::create_symlink(victim, dir.path() + "/.kgpu-a.com-b.json." + std::to_string(::getpid()) + ".tmp");
+  auto written = write_cdi_spec(dir.path(), "a.com/b", json{{"kind", "a.com/b"}});
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  std::ifstream in(victim);
+  std::string first;
+  std::getline(in, first);
+  EXPECT_EQ(first, "root:x:0:0");
+  struct stat st {};
+  ASSERT_EQ(::stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// Issue 13 item 4: a driver file whose name is not UTF-8 made dump() throw: a crash loop at every
+// start with a cdi-* strategy on. Such names are skipped with a warning showing the bytes escaped.
+TEST(CdiGenerate, DriverFileNameThatIsNotUtf8IsSkippedWithAWarning) {
+  TempDir root;
+  TempDir out;
+  fs::copy(kDriverRoot, root.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const std::string lib_dir = root.path() + "/usr/lib/x86_64-linux-gnu";
+  std::ofstream(lib_dir + "/libx\xff.so." + kVersion) << "";
+  auto files = find_driver_files(root.path(), root.path(), kVersion);
+  ASSERT_TRUE(files.ok()) << files.error().message;
+  ASSERT_EQ(files->warnings.size(), 1u);
+  EXPECT_NE(files->warnings[0].find("libx\\xff.so." + kVersion), std::string::npos) << files->warnings[0];
+  for (const auto& lib : files->libraries) EXPECT_EQ(lib.find("libx"), std::string::npos) << lib;
+
+  Config config;
+  config.nvidia_driver_root = root.path();
+  config.cdi_spec_dir = out.path();
+  auto written = generate_cdi_spec(config, testing::two_gpu_node());
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  EXPECT_EQ(written->warnings, files->warnings);
+  std::ifstream in(written->path);
+  EXPECT_FALSE(json::parse(in, nullptr, false).is_discarded());
+}
+
+TEST(CdiSpec, TextOfAStringThatIsNotUtf8DoesNotThrow) {
+  std::string text;
+  EXPECT_NO_THROW(text = cdi_spec_text(json{{"hostPath", "/opt/driver\xe9/lib"}}));
+  EXPECT_NE(text.find("/opt/driver\xef\xbf\xbd/lib"), std::string::npos) << text;  // U+FFFD
 }
 
 }  // namespace

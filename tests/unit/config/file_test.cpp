@@ -1,7 +1,13 @@
 // Config file parsing: every setting, and every error with its line and column.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "config/loader.h"
+#include "core/safe_file.h"
 
 namespace kgpu {
 namespace {
@@ -255,6 +261,71 @@ TEST(ConfigFile, CdiKindMustBeVendorSlashClass) {
   EXPECT_EQ(bad.diagnostics[0].line, 2);
   EXPECT_EQ(bad.diagnostics[0].column, 12);
   EXPECT_NE(bad.diagnostics[0].message.find("invalid CDI kind \"nvidia\""), std::string::npos);
+}
+
+// Issue 20 item 4: a directory (or an unreadable file) at the config path was read as an empty,
+// valid config: `kgpu config validate DIR` said ok and the daemon withdrew every resource.
+// Item 3: a FIFO blocked the reader forever, /dev/zero grew it without bound.
+class ConfigFileHostile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "kgpu-cfg-XXXXXX").string();
+    dir = ::mkdtemp(pattern.data());
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  static std::string single_error(const LoadedConfig& loaded) {
+    if (loaded.diagnostics.size() != 1 || loaded.diagnostics[0].severity != Diagnostic::Severity::Error)
+      return "<not one error> " + format_diagnostics(loaded.diagnostics);
+    return loaded.diagnostics[0].message;
+  }
+  std::string dir;
+};
+
+TEST_F(ConfigFileHostile, DirectoryIsAnErrorNotAnEmptyConfig) {
+  auto loaded = validate_config_file(dir, false);
+  EXPECT_NE(single_error(loaded).find("is a directory, not a regular file"), std::string::npos)
+      << single_error(loaded);
+  ConfigFlags flags;
+  flags.set("configFile", "--config-file", dir);
+  EXPECT_FALSE(load_config(flags, {}, false).ok());
+}
+
+TEST_F(ConfigFileHostile, FifoIsRefusedWithoutBlocking) {
+  const std::string fifo = dir + "/config.yaml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(single_error(validate_config_file(fifo, false)).find("a FIFO"), std::string::npos);
+  ConfigFlags flags;
+  flags.set("configFile", "--config-file", fifo);
+  auto loaded = load_config(flags, {}, false);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().message.find("cannot read config file"), std::string::npos) << loaded.error().message;
+}
+
+TEST_F(ConfigFileHostile, EndlessDeviceIsRefused) {
+  const std::string link = dir + "/config.yaml";
+  std::filesystem::create_symlink("/dev/zero", link);  // ConfigMap-style links are followed
+  EXPECT_NE(single_error(validate_config_file(link, false)).find("a character device"), std::string::npos);
+}
+
+TEST_F(ConfigFileHostile, FileOverTheLimitIsRefused) {
+  const std::string big = dir + "/config.yaml";
+  {
+    std::ofstream out(big);
+    out << "version: v1\n";
+    out << std::string(kConfigFileLimit, '#');
+  }
+  EXPECT_NE(single_error(validate_config_file(big, false)).find("limit"), std::string::npos);
+}
+
+TEST_F(ConfigFileHostile, UnreadableFileIsAnError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads any file";
+  const std::string locked = dir + "/config.yaml";
+  std::ofstream(locked) << "version: v1\n";
+  ::chmod(locked.c_str(), 0);
+  EXPECT_NE(single_error(validate_config_file(locked, false)).find("Permission denied"), std::string::npos);
 }
 
 TEST(ConfigFile, MissingFileIsAnError) {
