@@ -45,6 +45,12 @@ class ApiServerChaosE2E : public SimE2E {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   }
 
+  static size_t count(const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  }
+
   std::string dir;
 };
 
@@ -82,7 +88,15 @@ TEST_F(ApiServerChaosE2E, ErrorsGarbageAndWrongTypesNeverStopServing) {
 
   // Watch-level faults while serving "shared": an ERROR 410 event and a line that never ends.
   int watches = api.watches_opened();  // healthy watches only: none open while a fault is set
+  int round = 0;
   for (Fault fault : {Fault::ErrorEvent410, Fault::EndlessLine}) {
+    // First an event on the open watch (an unrelated label): a watch that delivered events is
+    // healthy, so the watcher's backoff starts again from 1 s when the fault hits.
+    size_t logged = count(plugin->stderr_text(), "per-node config: ");
+    api.set_labels({{kLabel, "shared"}, {"round", std::to_string(++round)}});
+    ASSERT_TRUE(wait_until([&] { return count(plugin->stderr_text(), "per-node config: ") > logged; },
+                           std::chrono::seconds(20)))
+        << diagnostics(*plugin);
     int before = api.requests();
     api.set_fault(fault);
     api.end_watches();
