@@ -39,7 +39,9 @@ bool NodeConfigSelector::choose(const kube::NodeWatcher::Labels& labels) {
 }
 
 std::optional<std::string> NodeConfigSelector::choose_now() {
-  auto node = watcher_.get_node(std::chrono::seconds(5));
+  // A whole-exchange deadline: an API server answers a GET of one Node in milliseconds, and one
+  // that stalls must not hold the node's GPUs back (the watch picks the label up later).
+  auto node = watcher_.get_node(std::chrono::seconds(2));
   if (!node) {
     spdlog::warn("per-node config: {}; starting with the default config", node.error().message);
     return std::nullopt;

@@ -1,48 +1,51 @@
 #include "kube/node_watcher.h"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <exception>
 
 namespace kgpu::kube {
 namespace {
 
-constexpr int kWatchSeconds = 300;  // the server ends each watch after this; we reconnect at once
-
 std::string node_path(const std::string& node) { return "/api/v1/nodes/" + node; }
 
-std::string watch_path(const std::string& node, const std::string& resource_version) {
+std::string watch_path(const std::string& node, const std::string& resource_version, std::chrono::seconds length) {
   std::string path = "/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
-                     std::to_string(kWatchSeconds) + "&fieldSelector=metadata.name%3D" + node;
+                     std::to_string(length.count()) + "&fieldSelector=metadata.name%3D" + node;
   if (!resource_version.empty()) path += "&resourceVersion=" + resource_version;
   return path;
 }
 
+std::string status_hint(int status) {
+  if (status == 401) return " (the service-account token was refused: expired or revoked?)";
+  if (status == 403) return " (RBAC: the service account needs get/watch on nodes)";
+  return "";
+}
+
+// The start of an error answer, on one line, for the log.
+std::string excerpt(const std::string& body) {
+  std::string out = body.substr(0, 200);
+  std::replace_if(out.begin(), out.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  return out.empty() ? out : ": " + out;
+}
+
 }  // namespace
 
-NodeWatcher::NodeWatcher(ApiServer api, std::string node_name) : api_(std::move(api)), node_name_(std::move(node_name)) {}
+NodeWatcher::NodeWatcher(ApiServer api, std::string node_name)
+    : node_name_(std::move(node_name)), api_(std::move(api), interrupter_) {}
 
 NodeWatcher::~NodeWatcher() { stop(); }
 
-std::unique_ptr<httplib::Client> NodeWatcher::client(std::chrono::seconds read_timeout) const {
-  auto c = std::make_unique<httplib::Client>(api_.base_url);
-  c->set_connection_timeout(std::chrono::seconds(5));
-  c->set_read_timeout(read_timeout);
-  if (!api_.token.empty()) c->set_bearer_token_auth(api_.token);
-  if (!api_.ca_file.empty()) c->set_ca_cert_path(api_.ca_file);
-  return c;
-}
-
 Result<NodeSnapshot> NodeWatcher::get_node(std::chrono::milliseconds timeout) const {
-  auto c = client(std::chrono::duration_cast<std::chrono::seconds>(timeout) + std::chrono::seconds(1));
-  c->set_connection_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout) + std::chrono::seconds(1));
-  auto res = c->Get(node_path(node_name_));
-  if (!res) return Error::unavailable("GET " + api_.base_url + node_path(node_name_) + ": " + httplib::to_string(res.error()));
-  if (res->status != 200)
-    return Error::unavailable("GET " + node_path(node_name_) + ": HTTP " + std::to_string(res->status) +
-                              (res->status == 403 ? " (RBAC: the service account needs get/watch on nodes)" : ""));
-  return parse_node(res->body);
+  auto answer = api_.get(node_path(node_name_), timeout, kMaxNodeObjectBytes);
+  if (!answer) return answer.error();
+  if (answer->status != 200)
+    return Error::unavailable("GET " + node_path(node_name_) + ": HTTP " + std::to_string(answer->status) +
+                              status_hint(answer->status) + excerpt(answer->body));
+  auto node = parse_node(answer->body);
+  if (!node) return Error{node.error().code, "GET " + node_path(node_name_) + ": " + node.error().message};
+  return node;
 }
 
 void NodeWatcher::start(NodeSnapshot from, Callback on_labels) {
@@ -52,19 +55,8 @@ void NodeWatcher::start(NodeSnapshot from, Callback on_labels) {
 }
 
 void NodeWatcher::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-    if (active_) active_->stop();
-  }
-  cv_.notify_all();
+  interrupter_.stop();
   if (thread_.joinable()) thread_.join();
-}
-
-bool NodeWatcher::wait_backoff(std::chrono::milliseconds delay) {
-  std::unique_lock lock(mu_);
-  cv_.wait_for(lock, delay, [&] { return stopping_; });
-  return !stopping_;
 }
 
 void NodeWatcher::report(const Labels& labels) {
@@ -75,86 +67,96 @@ void NodeWatcher::report(const Labels& labels) {
 
 void NodeWatcher::run(NodeSnapshot from) {
   std::string rv = from.resource_version;
-  std::chrono::milliseconds backoff(1000);
-  bool failing = false;
-  while (true) {
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
-    }
-    bool ok = true;
-    if (rv.empty()) {
-      auto node = get_node(std::chrono::seconds(10));
-      if (node) {
-        rv = node->resource_version;
-        report(node->labels);
-      } else {
-        ok = false;
-        if (!failing) spdlog::warn("node labels: {}; retrying with backoff", node.error().message);
+  std::chrono::milliseconds backoff = timing_.first_backoff;
+  std::string logged_problem;  // the problem last logged; empty while watching normally
+  while (!interrupter_.stopped()) {
+    std::optional<std::string> problem;
+    bool progressed = false;
+    // Thread entry: nothing may escape (a throwing callback would std::terminate the daemon).
+    try {
+      if (rv.empty()) {
+        auto node = get_node(timing_.get_deadline);
+        if (node) {
+          rv = node->resource_version;
+          report(node->labels);
+        } else {
+          problem = node.error().message;
+        }
       }
+      if (!problem) {
+        auto watched = watch_once(rv);
+        problem = std::move(watched.problem);
+        progressed = watched.progressed;
+        if (!problem && !progressed)
+          problem = "the API server ended the watch of Node " + node_name_ + " without sending anything";
+      }
+    } catch (const std::exception& e) {
+      problem = std::string("unexpected failure: ") + e.what();
+      rv.clear();
+    } catch (...) {
+      problem = "unexpected failure";
+      rv.clear();
     }
-    if (ok) ok = watch_once(rv);
-    if (ok) {
-      if (failing) spdlog::info("node labels: watching Node {} again", node_name_);
-      failing = false;
-      backoff = std::chrono::milliseconds(1000);
+    if (interrupter_.stopped()) return;
+    if (!problem) {
+      if (!logged_problem.empty()) spdlog::info("node labels: watching Node {} again", node_name_);
+      logged_problem.clear();
+      backoff = timing_.first_backoff;
       continue;
     }
-    failing = true;
-    if (!wait_backoff(backoff)) return;
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
+    if (*problem != logged_problem) {
+      spdlog::warn("node labels: {}; retrying with backoff", *problem);
+      logged_problem = *problem;
+    }
+    if (progressed) backoff = timing_.first_backoff;
+    if (!interrupter_.sleep_for(backoff)) return;
+    backoff = std::min(backoff * 2, timing_.max_backoff);
   }
 }
 
-bool NodeWatcher::watch_once(std::string& resource_version) {
-  auto c = client(std::chrono::seconds(kWatchSeconds + 30));
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_) return true;
-    active_ = c.get();
-  }
-  std::string pending;
-  bool restart = false;
-  auto res = c->Get(watch_path(node_name_, resource_version), [&](const char* data, size_t length) {
-    pending.append(data, length);
-    for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-      std::string line = pending.substr(0, nl);
-      pending.erase(0, nl + 1);
-      if (line.empty()) continue;
-      auto event = parse_watch_event(line);
-      if (!event) {
-        spdlog::warn("node labels: {}", event.error().message);
-        continue;
-      }
-      if (event->type == "ERROR") {
-        restart = true;  // typically 410 Gone: start again from a fresh GET
-        return false;
-      }
-      if (!event->node.resource_version.empty()) resource_version = event->node.resource_version;
-      if (event->type == "ADDED" || event->type == "MODIFIED") report(event->node.labels);
+NodeWatcher::WatchResult NodeWatcher::watch_once(std::string& resource_version) {
+  WatchResult result;
+  const auto started = std::chrono::steady_clock::now();
+  const std::string path = watch_path(node_name_, resource_version, timing_.watch_seconds);
+  // The deadline leaves the server time to end the watch itself first.
+  const auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(timing_.watch_seconds) +
+                        std::chrono::seconds(30);
+  auto answer = api_.stream_lines(path, deadline, kMaxNodeObjectBytes, [&](std::string_view line) {
+    auto event = parse_watch_event(line);
+    if (!event) {
+      // The event might have been the label change: start again from a GET rather than skip it.
+      result.problem = "watch of Node " + node_name_ + ": " + event.error().message;
+      resource_version.clear();
+      return false;
     }
-    std::lock_guard lock(mu_);
-    return !stopping_;
-  });
-  {
-    std::lock_guard lock(mu_);
-    active_ = nullptr;
-    if (stopping_) return true;
-  }
-  if (restart) {
-    resource_version.clear();
+    if (event->type == "ERROR") {
+      // 410 Gone: our resourceVersion is too old. Either way a fresh GET is the way back.
+      resource_version.clear();
+      if (event->error_code != 410)
+        result.problem = "watch of Node " + node_name_ + ": ERROR event (code " + std::to_string(event->error_code) + ")";
+      else
+        result.progressed = result.progressed || std::chrono::steady_clock::now() - started >= timing_.min_quiet_watch;
+      return false;
+    }
+    result.progressed = true;
+    if (!event->node.resource_version.empty()) resource_version = event->node.resource_version;
+    if (event->type == "ADDED" || event->type == "MODIFIED") report(event->node.labels);
     return true;
+  });
+  if (!answer) {
+    if (!result.problem) result.problem = "watch of Node " + node_name_ + ": " + answer.error().message;
+    return result;
   }
-  if (!res) {
-    if (res.error() == httplib::Error::Canceled) return true;  // we ended it (stopping)
-    spdlog::warn("node labels: watch of Node {}: {}", node_name_, httplib::to_string(res.error()));
-    return false;
+  if (answer->status != 200) {
+    if (answer->status == 410) resource_version.clear();
+    result.problem = "watch of Node " + node_name_ + ": HTTP " + std::to_string(answer->status) +
+                     status_hint(answer->status) + excerpt(answer->body);
+    return result;
   }
-  if (res->status != 200) {
-    spdlog::warn("node labels: watch of Node {}: HTTP {}", node_name_, res->status);
-    return false;
-  }
-  return true;
+  if (std::chrono::steady_clock::now() - started >= timing_.min_quiet_watch) result.progressed = true;
+  if (!result.progressed && !result.problem && resource_version.empty())
+    result.problem = "watch of Node " + node_name_ + ": 410 Gone at once";
+  return result;
 }
 
 }  // namespace kgpu::kube

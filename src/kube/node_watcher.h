@@ -1,26 +1,28 @@
 #pragma once
 // NodeWatcher: follows this node's Node object through the API server (GET, then a watch stream
 // filtered to the one Node) and reports its labels whenever they change. One thread, which sleeps
-// in the watch's read (the server sends events; no polling). Connection errors are retried with
-// backoff (1 s doubling to 30 s) and logged once per state change; a 410 Gone restarts from a GET.
+// in the watch's read (the server sends events; no polling). Every request is bounded (deadline,
+// size) and ended at once by stop(), so a hung API server delays neither start-up nor exit.
+// Failures (refused, HTTP errors, garbage, a watch that ends at once) are retried with backoff
+// (1 s doubling to 30 s) and logged once per change of problem; after a 410 Gone, a malformed
+// event or an ERROR event the watch starts again from a fresh GET, so no change is missed.
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
-#include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "core/result.h"
+#include "kube/api_request.h"
 #include "kube/api_server.h"
 #include "kube/node_object.h"
 
-namespace httplib {
-class Client;
-}
-
 namespace kgpu::kube {
+
+// Kubernetes caps an object at about 1.5 MiB (etcd's request limit); a Node answer or one watch
+// line beyond this is refused instead of buffered.
+inline constexpr size_t kMaxNodeObjectBytes = 4 * 1024 * 1024;
 
 class NodeWatcher {
  public:
@@ -32,29 +34,43 @@ class NodeWatcher {
   NodeWatcher(const NodeWatcher&) = delete;
   NodeWatcher& operator=(const NodeWatcher&) = delete;
 
-  // One GET of the Node (start-up, before the config is chosen).
+  // One GET of the Node (start-up, before the config is chosen); `timeout` bounds the whole
+  // exchange. Ends at once with an error after stop().
   Result<NodeSnapshot> get_node(std::chrono::milliseconds timeout) const;
   // Starts the thread: watches from `from` (a GET's resourceVersion; empty: GET first) and calls
   // `on_labels` with the labels each time they differ from the last ones reported (`from`'s).
   void start(NodeSnapshot from, Callback on_labels);
+  // Ends the request in flight and joins the thread; prompt whatever the API server does.
   void stop();
 
+  // Timing of the watch loop; tests shorten it.
+  struct Timing {
+    std::chrono::milliseconds get_deadline{10000};
+    std::chrono::seconds watch_seconds{300};  // the server ends each watch after this; we reconnect
+    std::chrono::milliseconds first_backoff{1000};
+    std::chrono::milliseconds max_backoff{30000};
+    // A watch that ends without an event sooner than this counts as a failure (backoff), so a
+    // server that closes every watch at once cannot make the thread spin.
+    std::chrono::milliseconds min_quiet_watch{10000};
+  };
+  void set_timing(const Timing& timing) { timing_ = timing; }
+
  private:
+  struct WatchResult {
+    bool progressed = false;             // delivered an event, or lasted min_quiet_watch
+    std::optional<std::string> problem;  // why it ended badly
+  };
   void run(NodeSnapshot from);
-  bool watch_once(std::string& resource_version);  // false: connection error
-  bool wait_backoff(std::chrono::milliseconds delay);  // false: stopping
-  std::unique_ptr<httplib::Client> client(std::chrono::seconds read_timeout) const;
+  WatchResult watch_once(std::string& resource_version);
   void report(const Labels& labels);
 
-  ApiServer api_;
   std::string node_name_;
+  Interrupter interrupter_;
+  ApiClient api_;
+  Timing timing_;
   Callback on_labels_;
   Labels last_;
   std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  httplib::Client* active_ = nullptr;  // the client blocked in a watch, for stop()
 };
 
 }  // namespace kgpu::kube

@@ -1,24 +1,43 @@
 #include "nvml/discovery.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
 #include <optional>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "nvml/device_checks.h"
 #include "nvml/mig_facts.h"
 
 namespace kgpu {
 
 namespace {
 
-std::optional<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// The procfs/sysfs files read here are a few KiB at most; a larger one (or a FIFO, which must
+// not block discovery) is refused. Empty when the file cannot be read.
+std::optional<std::string> read_text_file(const std::string& path, size_t max_bytes = 1024 * 1024) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::optional<std::string> text;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    text.emplace();
+    char buf[4096];
+    while (text && text->size() <= max_bytes) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) text.reset();
+      else if (n == 0) break;
+      else text->append(buf, static_cast<size_t>(n));
+    }
+    if (text && text->size() > max_bytes) text.reset();
+  }
+  ::close(fd);
+  return text;
 }
 
 // A GPU's NUMA node from sysfs; absent when the file is missing, unparsable or negative (the
@@ -66,7 +85,11 @@ class Discoverer {
     if (auto v = nvml_.cuda_driver_version()) inventory_.cuda_driver_version = *v;
     else if (!is_absent(v.nvml_code())) warn("CUDA driver version", v.error().message);
 
-    for (unsigned i = 0; i < *count; ++i) discover_gpu(i);
+    auto usable = check_device_count(*count);
+    if (usable.problem) warn("NVML", *usable.problem);
+    for (unsigned i = 0; i < usable.usable; ++i)
+      if (!discover_gpu(i) && usable.problem) break;  // past the real devices of an absurd count
+    drop_repeated_uuids();
     read_topology();
     for (auto& f : found_) inventory_.gpus.push_back(std::move(f.gpu));
     return std::move(inventory_);
@@ -97,16 +120,17 @@ class Discoverer {
     return true;
   }
 
-  void discover_gpu(unsigned index) {
+  // False when NVML has no device at this index.
+  bool discover_gpu(unsigned index) {
     auto handle = nvml_.device_by_index(index);
     if (!handle) {
       warn(fmt::format("GPU {}", index), handle.error().message + "; left out");
-      return;
+      return handle.nvml_code() != NVML_ERROR_INVALID_ARGUMENT;
     }
     auto id = nvml_.uuid(*handle);
     if (!id) {
       warn(fmt::format("GPU {}", index), id.error().message + "; left out (no UUID to advertise it by)");
-      return;
+      return true;
     }
     FoundGpu f;
     f.handle = *handle;
@@ -115,6 +139,51 @@ class Discoverer {
     f.gpu.uuid = *id;
     fill_gpu(f);
     found_.push_back(std::move(f));
+    return true;
+  }
+
+  // A UUID NVML reports twice (GPU or MIG device) is served once, for the first device that has
+  // it: the container runtime resolves a UUID to one device, and advertising both copies would let
+  // two containers be given the same one.
+  void drop_repeated_uuids() {
+    std::vector<std::string> ids;
+    std::vector<std::pair<size_t, size_t>> where;  // (found_ position, MIG position + 1; 0: the GPU)
+    for (size_t i = 0; i < found_.size(); ++i) {
+      ids.push_back(found_[i].gpu.uuid);
+      where.emplace_back(i, 0);
+      for (size_t j = 0; j < found_[i].gpu.mig_devices.size(); ++j) {
+        ids.push_back(found_[i].gpu.mig_devices[j].uuid);
+        where.emplace_back(i, j + 1);
+      }
+    }
+    auto repeated = repeated_positions(ids);
+    if (repeated.empty()) return;
+    std::vector<bool> drop_gpu(found_.size(), false);
+    std::vector<std::vector<bool>> drop_mig(found_.size());
+    for (size_t i = 0; i < found_.size(); ++i) drop_mig[i].assign(found_[i].gpu.mig_devices.size(), false);
+    for (size_t pos : repeated) {
+      auto [i, j] = where[pos];
+      const Gpu& g = found_[i].gpu;
+      if (j == 0) {
+        drop_gpu[i] = true;
+        warn(label(g), "NVML reports this UUID for an earlier device too; left out (served once)");
+      } else {
+        drop_mig[i][j - 1] = true;
+        warn(fmt::format("{} MIG device {} ({})", label(g), g.mig_devices[j - 1].index, g.mig_devices[j - 1].uuid),
+             "NVML reports this UUID for an earlier device too; left out (served once)");
+      }
+    }
+    std::vector<FoundGpu> kept;
+    for (size_t i = 0; i < found_.size(); ++i) {
+      if (drop_gpu[i]) continue;
+      auto& migs = found_[i].gpu.mig_devices;
+      std::vector<MigDevice> kept_migs;
+      for (size_t j = 0; j < migs.size(); ++j)
+        if (!drop_mig[i][j]) kept_migs.push_back(std::move(migs[j]));
+      migs = std::move(kept_migs);
+      kept.push_back(std::move(found_[i]));
+    }
+    found_ = std::move(kept);
   }
 
   void fill_gpu(FoundGpu& f) {
@@ -175,12 +244,21 @@ class Discoverer {
     }
   }
 
-  const MigMinors& mig_minors() {
+  // The MIG capability minors, or why they are unknown. Read once per discovery.
+  const Result<MigMinors>& mig_minors() {
     if (!minors_) {
       std::string path = options_.proc_root + "/driver/nvidia-caps/mig-minors";
       auto text = read_text_file(path);
-      if (!text) warn(path, "cannot read it; MIG devices get no /dev/nvidia-caps nodes");
-      minors_ = MigMinors::parse(text.value_or(""));
+      if (!text) {
+        minors_.emplace(Error::not_found("cannot read " + path));
+      } else if (auto parsed = MigMinors::parse(*text); !parsed) {
+        minors_.emplace(Error::invalid(path + ": " + parsed.error().message));
+      } else {
+        minors_.emplace(std::move(*parsed));
+      }
+      if (!minors_->ok())
+        warn("MIG capabilities", minors_->error().message +
+                                     "; MIG devices are marked unhealthy (their /dev/nvidia-caps nodes are unknown)");
     }
     return *minors_;
   }
@@ -228,11 +306,18 @@ class Discoverer {
       }
       m.profile = mig_profile_name(m.gpu_instance_slices, m.compute_instance_slices, attrs->memorySizeMB,
                                    g.memory_bytes, gi_profile);
-      if (auto nodes = mig_capability_nodes(mig_minors(), g.minor, m.gpu_instance_id, m.compute_instance_id)) {
+      // Without its two capability nodes a container cannot open the MIG device: advertising it
+      // healthy would hand out a device that fails in the container.
+      const auto& minors = mig_minors();
+      if (!minors) {
+        m.health = {false, "MIG capability minors unknown (" + minors.error().message + ")"};
+      } else if (auto nodes = mig_capability_nodes(*minors, g.minor, m.gpu_instance_id, m.compute_instance_id)) {
         m.capability_nodes = std::move(*nodes);
-      } else if (!mig_minors().empty()) {
-        warn(where, fmt::format("no capability minors for gpu{}/gi{}/ci{} in mig-minors", g.minor,
-                                m.gpu_instance_id, m.compute_instance_id));
+      } else {
+        std::string why = fmt::format("no capability minors for gpu{}/gi{}/ci{} in mig-minors", g.minor,
+                                      m.gpu_instance_id, m.compute_instance_id);
+        m.health = {false, why};
+        warn(where, why + "; marked unhealthy");
       }
       g.mig_devices.push_back(std::move(m));
     }
@@ -308,7 +393,7 @@ class Discoverer {
   const NvidiaDiscoveryOptions& options_;
   Inventory inventory_;
   std::vector<FoundGpu> found_;
-  std::optional<MigMinors> minors_;
+  std::optional<Result<MigMinors>> minors_;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "nvml/mig_facts.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -35,18 +36,42 @@ std::string mig_profile_name(int gpu_instance_slices, int compute_instance_slice
   return gi;
 }
 
-MigMinors MigMinors::parse(const std::string& text) {
+Result<MigMinors> MigMinors::parse(std::string_view text) {
   MigMinors out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string name;
+  std::map<int, std::string> names_by_minor;
+  size_t line_no = 0;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    ++line_no;
+    auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+    auto next_field = [&](std::string_view& rest) {
+      while (!rest.empty() && is_space(rest.front())) rest.remove_prefix(1);
+      size_t end = 0;
+      while (end < rest.size() && !is_space(rest[end])) ++end;
+      std::string_view field = rest.substr(0, end);
+      rest.remove_prefix(end);
+      return field;
+    };
+    std::string_view rest = line;
+    std::string_view name = next_field(rest);
+    if (name.empty()) continue;
+    std::string_view number = next_field(rest);
+    const std::string where = fmt::format("line {} \"{}\"", line_no, line.substr(0, 100));
+    if (number.empty() || !next_field(rest).empty())
+      return Error::invalid(where + " is not \"<name> <minor>\"");
     int minor = -1;
-    if (!(fields >> name >> minor) || minor < 0) continue;
+    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), minor);
+    if (ec != std::errc() || end != number.data() + number.size() || minor < 0 || minor > kMaxCapabilityMinor)
+      return Error::invalid(fmt::format("{}: minor \"{}\" is not a number in 0..{}", where, number, kMaxCapabilityMinor));
+    const std::string key(name);
+    if (!out.names_.insert(key).second) return Error::invalid(where + ": " + key + " appears twice");
+    if (auto [it, fresh] = names_by_minor.emplace(minor, key); !fresh)
+      return Error::invalid(fmt::format("{}: minor {} is also {}", where, minor, it->second));
     const std::string tail = "/access";
-    if (name.size() <= tail.size() || name.compare(name.size() - tail.size(), tail.size(), tail) != 0) continue;
-    out.minors_[name.substr(0, name.size() - tail.size())] = minor;
+    if (key.size() > tail.size() && key.compare(key.size() - tail.size(), tail.size(), tail) == 0)
+      out.minors_[key.substr(0, key.size() - tail.size())] = minor;
   }
   return out;
 }

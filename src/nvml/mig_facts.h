@@ -4,10 +4,13 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/inventory.h"
+#include "core/result.h"
 
 namespace kgpu {
 
@@ -20,17 +23,24 @@ uint64_t mig_memory_gb(uint64_t mig_memory_mib, uint64_t gpu_memory_bytes);
 std::string mig_profile_name(int gpu_instance_slices, int compute_instance_slices, uint64_t mig_memory_mib,
                              uint64_t gpu_memory_bytes, std::optional<unsigned> gpu_instance_profile_id);
 
+// Linux device minor numbers have 20 bits; a capability minor beyond that is a broken file.
+inline constexpr int kMaxCapabilityMinor = (1 << 20) - 1;
+
 // /proc/driver/nvidia-caps/mig-minors: lines "gpu<m>/gi<g>/access <minor>" and
-// "gpu<m>/gi<g>/ci<c>/access <minor>" (plus "config"/"monitor" lines, ignored).
+// "gpu<m>/gi<g>/ci<c>/access <minor>" (plus "config"/"monitor" lines, not looked up).
 class MigMinors {
  public:
-  static MigMinors parse(const std::string& text);
+  // Every non-empty line must be "<name> <minor>" with a minor in 0..kMaxCapabilityMinor, and no
+  // name or minor may appear twice: a repeated line that silently won could hand a container
+  // another capability (the MIG "config" one). Error naming the line otherwise.
+  static Result<MigMinors> parse(std::string_view text);
   std::optional<int> gpu_instance(int gpu_minor, int gi) const;
   std::optional<int> compute_instance(int gpu_minor, int gi, int ci) const;
   bool empty() const { return minors_.empty(); }
 
  private:
   std::map<std::string, int> minors_;  // "gpu0/gi1/ci0" -> minor
+  std::set<std::string> names_;         // every name in the file, "config" and "monitor" too
 };
 
 // The two /dev/nvidia-caps/nvidia-cap<N> nodes a MIG device needs, or nullopt when either is unknown.

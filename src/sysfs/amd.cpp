@@ -32,7 +32,30 @@ struct KfdNode {
     auto it = props.find(key);
     return it == props.end() ? 0 : it->second;
   }
+  bool has(const std::string& key) const { return props.count(key) != 0; }
 };
+
+// Render minors that more than one KFD GPU node names, with the reason to give each device built
+// from such a node. Two devices on one /dev/dri/renderD node would hand the same node (and so the
+// same GPU or partition) to two containers; which node is right cannot be told, so neither is
+// served healthy.
+std::map<uint64_t, std::string> render_minor_conflicts(const std::map<std::string, std::vector<KfdNode>>& by_bdf,
+                                                       std::vector<std::string>& warnings) {
+  std::map<uint64_t, std::vector<std::string>> claimants;
+  for (const auto& [bdf, list] : by_bdf)
+    for (const auto& node : list)
+      if (node.has("drm_render_minor")) claimants[node.get("drm_render_minor")].push_back(node.dir);
+  std::map<uint64_t, std::string> conflicts;
+  for (const auto& [minor, dirs] : claimants) {
+    if (dirs.size() < 2) continue;
+    std::string names;
+    for (const auto& d : dirs) names += (names.empty() ? "" : ", ") + d;
+    std::string why = "KFD nodes " + names + " all name renderD" + std::to_string(minor);
+    warnings.push_back("AMD: " + why + "; the devices built from them are marked unhealthy (not served)");
+    conflicts[minor] = why;
+  }
+  return conflicts;
+}
 
 // GPU nodes of the KFD topology grouped by PCI address; several per address when partitioned.
 std::map<std::string, std::vector<KfdNode>> read_kfd(const SysfsRoots& roots, std::vector<std::string>& warnings) {
@@ -127,7 +150,9 @@ std::string lower(std::string s) {
 }
 
 // Fills KFD-derived attributes of one Gpu (one whole GPU or one partition).
-void apply_kfd(Gpu& g, const KfdNode& n) {
+void apply_kfd(Gpu& g, const KfdNode& n, const std::map<uint64_t, std::string>& conflicts) {
+  if (n.has("drm_render_minor"))
+    if (auto it = conflicts.find(n.get("drm_render_minor")); it != conflicts.end()) g.health = {false, it->second};
   const uint64_t simd = n.get("simd_count"), per_cu = n.get("simd_per_cu");
   const uint64_t gfx = n.get("gfx_target_version");
   g.attributes["simd-count"] = std::to_string(simd);
@@ -148,7 +173,7 @@ void apply_kfd(Gpu& g, const KfdNode& n) {
 // One amdgpu PCI function -> one Gpu, or one per compute partition.
 std::vector<Gpu> read_device(const SysfsRoots& roots, const path& dir, const std::string& bdf,
                              const std::vector<KfdNode>* kfd, const std::map<uint64_t, std::string>& xcp_cards,
-                             std::vector<std::string>& warnings) {
+                             const std::map<uint64_t, std::string>& conflicts, std::vector<std::string>& warnings) {
   Reading r{bdf, dir, warnings};
   auto vendor = r.required_number("vendor", 0);
   if (r.failed) return {};
@@ -157,6 +182,8 @@ std::vector<Gpu> read_device(const SysfsRoots& roots, const path& dir, const std
     return {};
   }
   auto device = r.required_number("device", 0);
+  // A PCI device id is 16 bits; a wider value is a broken file, not something to truncate.
+  if (device && *device > 0xffff) r.fail("PCI device id in " + (dir / "device").string() + " is not a 16-bit value");
   auto vram = r.optional_number("mem_info_vram_total", 10);
   std::optional<int> numa;
   if (auto t = sysfs::read_trimmed(dir / "numa_node")) {
@@ -215,7 +242,7 @@ std::vector<Gpu> read_device(const SysfsRoots& roots, const path& dir, const std
     if (!card.empty()) g.device_nodes.push_back({"/dev/dri/" + card});
     g.device_nodes.push_back({"/dev/dri/" + render});
     if (kfd != nullptr) {
-      apply_kfd(g, kfd->front());
+      apply_kfd(g, kfd->front(), conflicts);
     } else {
       // The GPU is bound to amdgpu but the compute stack does not see it: serve it as unhealthy so
       // it shows up (and recovers on a rescan) instead of vanishing silently.
@@ -246,7 +273,7 @@ std::vector<Gpu> read_device(const SysfsRoots& roots, const path& dir, const std
     }
     if (!pcard.empty()) g.device_nodes.push_back({"/dev/dri/" + pcard});
     g.device_nodes.push_back({"/dev/dri/renderD" + std::to_string(minor)});
-    apply_kfd(g, n);
+    apply_kfd(g, n, conflicts);
     if (nodes_ok(g, "partition " + std::to_string(k))) out.push_back(std::move(g));
   }
   return out;
@@ -270,6 +297,7 @@ Result<Inventory> discover_amd(const SysfsRoots& roots) {
   Inventory inv;
   auto kfd = read_kfd(roots, inv.warnings);
   auto xcp_cards = partition_cards(roots);
+  auto conflicts = render_minor_conflicts(kfd, inv.warnings);
   if (!sysfs::exists(sysfs::join(roots.dev, "/dev/kfd")))
     inv.warnings.push_back("AMD: " + sysfs::join(roots.dev, "/dev/kfd") +
                            " is missing: containers will not be able to run ROCm compute");
@@ -277,7 +305,7 @@ Result<Inventory> discover_amd(const SysfsRoots& roots) {
     if (!sysfs::is_pci_address(name)) continue;  // bind, unbind, new_id, module ...
     auto it = kfd.find(name);
     for (auto& g : read_device(roots, *dir / name, name, it == kfd.end() ? nullptr : &it->second, xcp_cards,
-                               inv.warnings)) {
+                               conflicts, inv.warnings)) {
       g.index = static_cast<int>(inv.gpus.size());
       inv.gpus.push_back(std::move(g));
     }

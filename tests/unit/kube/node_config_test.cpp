@@ -68,6 +68,8 @@ TEST(FindApiServer, OverrideThenInCluster) {
   EXPECT_EQ(in_pod->base_url, "https://10.96.0.1:443");
   EXPECT_EQ(in_pod->token, "abc.def");
   EXPECT_EQ(in_pod->ca_file, dir + "/ca.crt");
+  EXPECT_EQ(in_pod->token_file, dir + "/token");  // re-read per request: projected tokens rotate
+  EXPECT_EQ(over->token_file, "");                // KGPU_KUBE_TOKEN is fixed
   auto no_token = find_api_server({{"KUBERNETES_SERVICE_HOST", "h"}, {"KUBERNETES_SERVICE_PORT", "1"}}, dir + "/none");
   ASSERT_FALSE(no_token.ok());
   EXPECT_NE(no_token.error().message.find("token"), std::string::npos);

@@ -47,5 +47,40 @@ TEST(ParseWatchEvent, ErrorAndBookmark) {
   EXPECT_FALSE(parse_watch_event(R"({"object":{}})").ok());
 }
 
+// Regression (issue 13 item 3): fields of the wrong type threw nlohmann::type_error out of value(),
+// which killed start-up or the watch thread. Each is now an error value naming the field.
+TEST(ParseNode, FieldsOfTheWrongTypeAreErrorsNotExceptions) {
+  auto kind = parse_node(R"({"kind":5,"metadata":{}})");
+  ASSERT_FALSE(kind.ok());
+  EXPECT_NE(kind.error().message.find("kind"), std::string::npos) << kind.error().message;
+  auto version = parse_node(R"({"kind":"Node","metadata":{"resourceVersion":42}})");
+  ASSERT_FALSE(version.ok());
+  EXPECT_NE(version.error().message.find("resourceVersion"), std::string::npos) << version.error().message;
+  auto label = parse_node(R"({"kind":"Node","metadata":{"labels":{"nvidia.com/device-plugin.config":7}}})");
+  ASSERT_FALSE(label.ok());
+  EXPECT_NE(label.error().message.find("nvidia.com/device-plugin.config"), std::string::npos) << label.error().message;
+  EXPECT_FALSE(parse_node(R"({"kind":"Node","metadata":"x"})").ok());
+  EXPECT_FALSE(parse_node(R"({"kind":"Node","metadata":{"labels":[1]}})").ok());
+  EXPECT_FALSE(parse_node("[1,2]").ok());
+  EXPECT_FALSE(parse_node("").ok());
+  EXPECT_FALSE(parse_node("\xff\xfe").ok());
+}
+
+TEST(ParseWatchEvent, FieldsOfTheWrongTypeAreErrorsNotExceptions) {
+  auto code = parse_watch_event(R"({"type":"ERROR","object":{"kind":"Status","code":"x"}})");
+  ASSERT_FALSE(code.ok());
+  EXPECT_NE(code.error().message.find("code"), std::string::npos) << code.error().message;
+  EXPECT_FALSE(parse_watch_event(R"({"type":"ERROR","object":{"code":1e300}})").ok());
+  EXPECT_FALSE(parse_watch_event(R"({"type":"ERROR","object":{"code":99999999999}})").ok());
+  EXPECT_FALSE(parse_watch_event(R"({"type":5,"object":{}})").ok());
+  EXPECT_FALSE(parse_watch_event(R"({"type":"MODIFIED","object":{"kind":5}})").ok());
+  EXPECT_FALSE(parse_watch_event(R"({"type":"MODIFIED","object":{"kind":"Node","metadata":{"labels":{"a":true}}}})").ok());
+  EXPECT_FALSE(parse_watch_event(R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":{}}}})").ok());
+  EXPECT_FALSE(parse_watch_event(R"("just a string")").ok());
+  auto no_code = parse_watch_event(R"({"type":"ERROR","object":"gone"})");
+  ASSERT_TRUE(no_code.ok());
+  EXPECT_EQ(no_code->error_code, 0);
+}
+
 }  // namespace
 }  // namespace kgpu::kube

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "unit/nvml/fake_fleet.h"
 
 namespace kgpu {
@@ -153,7 +156,9 @@ TEST(DiscoverNvidia, SingleMigLayout) {
   }
 }
 
-TEST(DiscoverNvidia, MissingMigMinorsIsAWarningNotAFailure) {
+// Regression (issue 20 item 10): without mig-minors the MIG devices were advertised Healthy with
+// no /dev/nvidia-caps nodes, so containers got a device they could not open.
+TEST(DiscoverNvidia, MissingMigMinorsMarksMigDevicesUnhealthy) {
   FakeNode node(fleet_path("a100-mig-single.yaml"));
   ASSERT_TRUE(node.ready()) << node.problem();
   auto options = node.options();
@@ -161,9 +166,54 @@ TEST(DiscoverNvidia, MissingMigMinorsIsAWarningNotAFailure) {
   auto inv = discover_nvidia(node.nvml(), options);
   ASSERT_TRUE(inv.ok()) << inv.error().message;
   ASSERT_EQ(inv->gpus[0].mig_devices.size(), 7u);
-  EXPECT_TRUE(inv->gpus[0].mig_devices[0].capability_nodes.empty());
+  for (const auto& g : inv->gpus)
+    for (const auto& m : g.mig_devices) {
+      EXPECT_TRUE(m.capability_nodes.empty());
+      EXPECT_FALSE(m.health.healthy) << m.uuid;
+      EXPECT_THAT(m.health.reason, HasSubstr("mig-minors"));
+    }
+  EXPECT_TRUE(inv->gpus[0].health.healthy);  // the GPU itself is fine
   ASSERT_EQ(inv->warnings.size(), 1u);
   EXPECT_THAT(inv->warnings[0], HasSubstr("mig-minors"));
+  EXPECT_THAT(inv->warnings[0], HasSubstr("unhealthy"));
+}
+
+TEST(DiscoverNvidia, RepeatedMigMinorsLineMarksMigDevicesUnhealthy) {
+  FakeNode node(fleet_path("a100-mig-single.yaml"));
+  ASSERT_TRUE(node.ready()) << node.problem();
+  std::string path = node.root() + "/proc/driver/nvidia-caps/mig-minors";
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(text.find("gpu0/gi"), std::string::npos) << text;
+  std::string line = text.substr(text.find("gpu0/gi"));
+  line = line.substr(0, line.find(' '));
+  testing::write_file(path, text + line + " 1\n");  // the config capability's minor, under a GI's name
+  auto inv = discover_nvidia(node.nvml(), node.options());
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  for (const auto& m : inv->gpus[0].mig_devices) {
+    EXPECT_FALSE(m.health.healthy) << m.uuid;
+    EXPECT_THAT(m.health.reason, HasSubstr("appears twice"));
+    for (const auto& n : m.capability_nodes) EXPECT_NE(n.path, "/dev/nvidia-caps/nvidia-cap1");
+  }
+}
+
+TEST(DiscoverNvidia, MigDeviceMissingFromMigMinorsIsUnhealthyAlone) {
+  FakeNode node(fleet_path("a100-mig-single.yaml"));
+  ASSERT_TRUE(node.ready()) << node.problem();
+  std::string path = node.root() + "/proc/driver/nvidia-caps/mig-minors";
+  std::ifstream in(path);
+  std::string text, kept;
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("gpu1/", 0) != 0) kept += l + "\n";  // GPU minor 1's lines are gone
+  testing::write_file(path, kept);
+  auto inv = discover_nvidia(node.nvml(), node.options());
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  ASSERT_EQ(inv->gpus.size(), 2u);
+  for (const auto& m : inv->gpus[0].mig_devices) EXPECT_TRUE(m.health.healthy) << m.uuid;
+  for (const auto& m : inv->gpus[1].mig_devices) {
+    EXPECT_FALSE(m.health.healthy) << m.uuid;
+    EXPECT_THAT(m.health.reason, HasSubstr("gpu1/gi"));
+  }
 }
 
 TEST(DiscoverNvidia, NoGpus) {

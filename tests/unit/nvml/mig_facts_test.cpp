@@ -29,8 +29,10 @@ TEST(MigProfileName, MediaExtensionProfilesGetSuffix) {
 }
 
 TEST(MigMinors, ParsesGiAndCiAccessLines) {
-  auto minors = MigMinors::parse("config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
-                                 "gpu1/gi7/access 201\ngpu1/gi7/ci0/access 202\nbroken line\n");
+  auto parsed = MigMinors::parse("config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
+                                 "gpu1/gi7/access 201\ngpu1/gi7/ci0/access 202\n\n");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const MigMinors& minors = *parsed;
   EXPECT_EQ(minors.gpu_instance(0, 1), 12);
   EXPECT_EQ(minors.compute_instance(0, 1, 0), 13);
   EXPECT_EQ(minors.gpu_instance(1, 7), 201);
@@ -41,6 +43,33 @@ TEST(MigMinors, ParsesGiAndCiAccessLines) {
   EXPECT_EQ((*nodes)[0].path, "/dev/nvidia-caps/nvidia-cap201");
   EXPECT_EQ((*nodes)[1].path, "/dev/nvidia-caps/nvidia-cap202");
   EXPECT_FALSE(mig_capability_nodes(minors, 1, 7, 1).has_value());
+}
+
+// Regression (issue 20 item 10): a repeated line silently won (last one), so a planted or broken
+// "gpu0/gi1/access 1" handed containers the MIG config capability; an out-of-range minor was
+// passed through. Each is now an error naming the line.
+TEST(MigMinors, RepeatedNamesOrMinorsAreErrors) {
+  auto twice = MigMinors::parse("config 1\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\ngpu0/gi1/access 14\n");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().message.find("gpu0/gi1/access appears twice"), std::string::npos) << twice.error().message;
+  EXPECT_NE(twice.error().message.find("line 4"), std::string::npos) << twice.error().message;
+  auto config_minor = MigMinors::parse("config 1\nmonitor 2\ngpu0/gi1/access 1\n");
+  ASSERT_FALSE(config_minor.ok());
+  EXPECT_NE(config_minor.error().message.find("minor 1 is also config"), std::string::npos)
+      << config_minor.error().message;
+}
+
+TEST(MigMinors, OutOfRangeOrMalformedMinorsAreErrors) {
+  for (const char* text : {"gpu0/gi1/access 2147483647\n", "gpu0/gi1/access 1048576\n", "gpu0/gi1/access -3\n",
+                           "gpu0/gi1/access 12x\n", "gpu0/gi1/access\n", "gpu0/gi1/access 1 2\n",
+                           "gpu0/gi1/access 99999999999999999999\n", "broken line\n"}) {
+    auto parsed = MigMinors::parse(text);
+    EXPECT_FALSE(parsed.ok()) << text;
+  }
+  auto max = MigMinors::parse("gpu0/gi1/access 1048575\n");
+  ASSERT_TRUE(max.ok()) << max.error().message;
+  EXPECT_EQ(max->gpu_instance(0, 1), kMaxCapabilityMinor);
+  EXPECT_TRUE(MigMinors::parse("").ok());
 }
 
 TEST(ArchitectureName, FromNvmlOrComputeCapability) {

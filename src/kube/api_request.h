@@ -1,0 +1,74 @@
+#pragma once
+// Bounded, interruptible requests to the API server. Each request has a deadline for the whole
+// exchange (connect, TLS, headers and body) and a size limit: httplib's own read timeout restarts
+// with every byte, so a server that drips bytes or stalls would otherwise hold the caller forever.
+// A watchdog shuts the request's socket down at the deadline, and Interrupter::stop() does the same
+// at once from any thread, in any phase (connect included), so shutdown never waits on the network.
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+#include "kube/api_server.h"
+
+namespace kgpu::kube {
+
+// Ends the request in flight (and refuses later ones) once stop() is called; also the stoppable
+// sleep for backoff. Shared by every request of one owner (the node watcher).
+class Interrupter {
+ public:
+  Interrupter() = default;
+  ~Interrupter();
+  Interrupter(const Interrupter&) = delete;
+  Interrupter& operator=(const Interrupter&) = delete;
+
+  void stop();
+  bool stopped() const;
+  // Waits up to `delay`; false when stop() was called (returns at once then).
+  bool sleep_for(std::chrono::milliseconds delay);
+
+ private:
+  friend class ApiRequest;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  std::set<std::condition_variable*> watchdogs_;  // of the requests in flight, woken by stop()
+};
+
+struct ApiAnswer {
+  int status = 0;
+  std::string body;  // at most the request's size limit
+};
+
+class ApiClient {
+ public:
+  ApiClient(ApiServer server, Interrupter& interrupter);
+
+  // GET `path`; an answer larger than `max_body` bytes, a connection failure, the deadline or
+  // stop() are errors. Any HTTP status is an answer.
+  Result<ApiAnswer> get(const std::string& path, std::chrono::milliseconds deadline, size_t max_body) const;
+
+  // GET `path` as a stream of newline-delimited lines (a watch). A 200 answer's lines go to
+  // `on_line` (false: end the stream here); another status's body (at most 4 KiB) comes back in
+  // the answer. Ends without error when the server ends the stream or `on_line` says so; a line
+  // over `max_line` bytes, a broken connection, the deadline or stop() are errors.
+  Result<ApiAnswer> stream_lines(const std::string& path, std::chrono::milliseconds deadline, size_t max_line,
+                                 const std::function<bool(std::string_view)>& on_line) const;
+
+  const std::string& base_url() const { return server_.base_url; }
+
+ private:
+  std::string bearer_token() const;
+
+  ApiServer server_;
+  Interrupter& interrupter_;
+  mutable std::mutex token_mu_;
+  mutable std::string token_;            // the last token read successfully
+  mutable std::string token_problem_;    // the last re-read failure logged (logged once per change)
+};
+
+}  // namespace kgpu::kube
