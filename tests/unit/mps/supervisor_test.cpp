@@ -333,6 +333,7 @@ TEST_F(SupervisorTest, StopInterruptsAHungControlCall) {
   stop();
   const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_LT(took, 3s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  RecordProperty("stop_ms", static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
   EXPECT_FALSE(ready());
 }
 
@@ -352,6 +353,7 @@ TEST_F(SupervisorTest, HungQuitAtStopIsBoundedByTheStopTimeout) {
   stop();
   const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_LT(took, 3s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  RecordProperty("stop_ms", static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
   EXPECT_TRUE(mps::wait_readable(daemon.get(), 0ms)) << "the daemon that did not quit is killed";
 }
 
