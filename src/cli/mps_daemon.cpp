@@ -48,13 +48,19 @@ kgpu::Result<std::vector<kgpu::MpsDaemonSpec>> current_specs(const MpsDaemonArgs
 }
 
 int run(const MpsDaemonArgs& args) {
-  sigset_t signals;
+  sigset_t signals, child;
   sigemptyset(&signals);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
-  // Blocked before any thread or child exists, then read through a signalfd the supervisor polls.
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  sigset_t blocked = signals;
+  sigaddset(&blocked, SIGCHLD);
+  // Blocked before any thread or child exists, then read through signalfds the supervisor polls:
+  // one to stop, one to reap exited children (as PID 1 of its container it reaps every orphan).
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
   const int sfd = signalfd(-1, &signals, SFD_CLOEXEC);
-  if (sfd < 0) {
+  const int cfd = signalfd(-1, &child, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0 || cfd < 0) {
     spdlog::error("mps-daemon: cannot create a signalfd");
     return 1;
   }
@@ -71,12 +77,13 @@ int run(const MpsDaemonArgs& args) {
     }
     if (specs->empty()) spdlog::info("mps-daemon: no MPS-shared resources on this node; waiting for a signal");
     kgpu::MpsSupervisor supervisor(std::move(*specs), options);
-    if (auto st = supervisor.run(sfd); !st) spdlog::error("mps-daemon: {}", st.error().message);
+    if (auto st = supervisor.run(sfd, cfd); !st) spdlog::error("mps-daemon: {}", st.error().message);
     signalfd_siginfo info{};
     if (::read(sfd, &info, sizeof info) != sizeof info || info.ssi_signo != SIGHUP) break;
     spdlog::info("mps-daemon: SIGHUP, reloading");
   }
   ::close(sfd);
+  ::close(cfd);
   return 0;
 }
 

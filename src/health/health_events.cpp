@@ -1,12 +1,17 @@
 #include "health/health_events.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "config/xid_policy.h"
 
 namespace kgpu {
+
+namespace {
+constexpr std::string_view kLostCause = "GPU is lost";
+}  // namespace
 
 const char* to_string(HealthEvent::Kind kind) {
   switch (kind) {
@@ -35,7 +40,7 @@ std::string event_cause(const HealthEvent& event) {
   switch (event.kind) {
     case HealthEvent::Kind::Xid: cause = describe_xid(event.xid); break;
     case HealthEvent::Kind::EccDoubleBit: cause = "double-bit ECC error"; break;
-    case HealthEvent::Kind::Lost: cause = "GPU is lost"; break;
+    case HealthEvent::Kind::Lost: cause = kLostCause; break;
     case HealthEvent::Kind::Recovered: cause = "recovered"; break;
   }
   if (!event.detail.empty()) cause += " (" + event.detail + ")";
@@ -104,8 +109,9 @@ Inventory carry_over_health(const Inventory& previous, Inventory next) {
     if (gpu.vendor != Vendor::Nvidia) continue;
     const Gpu* before = previous.find_by_uuid(gpu.uuid);
     if (!before) continue;
-    // A GPU that was only missing answers again: that is the recovery its mark was waiting for.
-    const bool was_missing = before->health.reason == kNotRediscovered;
+    // A GPU that only did not answer answers again: that is the recovery its mark was waiting for,
+    // whether re-discovery or the health monitor noticed the loss.
+    const bool was_missing = is_lost_mark(before->health);
     if (gpu.health.healthy && !before->health.healthy && !was_missing) gpu.health = before->health;
     for (auto& mig : gpu.mig_devices) {
       auto it = std::find_if(before->mig_devices.begin(), before->mig_devices.end(),
@@ -129,6 +135,19 @@ Inventory carry_over_health(const Inventory& previous, Inventory next) {
     }
   }
   return next;
+}
+
+bool is_lost_mark(const HealthState& health) {
+  if (health.healthy) return false;
+  return health.reason == kNotRediscovered || std::string_view(health.reason).starts_with(kLostCause);
+}
+
+std::vector<std::string> lost_gpus(const Inventory& inventory) {
+  std::vector<std::string> out;
+  for (const auto& g : inventory.gpus)
+    if (g.vendor == Vendor::Nvidia && is_lost_mark(g.health)) out.push_back(g.uuid);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace kgpu

@@ -61,8 +61,17 @@ HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& e
 // GPU was reset) brings one back. Devices found failing by the new discovery keep that state.
 // NVIDIA GPUs missing from `next` (a lost GPU has no NVML handle) are kept, Unhealthy with reason
 // kNotRediscovered, until a later discovery finds them answering again.
+// A mark that only says "the GPU did not answer" (is_lost_mark) is lifted by any proof that it
+// answers again, whichever path noticed the loss: the monitor's probes or a re-discovery that finds
+// it. Everything else (XID, ECC) is carried over.
 // sysfs-backed devices are left alone: their health is their presence, which discovery sees.
 extern const char* const kNotRediscovered;
 Inventory carry_over_health(const Inventory& previous, Inventory next);
+
+// True for the marks that mean "the GPU did not answer": the monitor's Lost events (at event
+// registration, after a wait error) and re-discovery's kNotRediscovered.
+bool is_lost_mark(const HealthState& health);
+// The NVIDIA GPUs of `inventory` whose mark is a lost mark, sorted.
+std::vector<std::string> lost_gpus(const Inventory& inventory);
 
 }  // namespace kgpu

@@ -356,9 +356,15 @@ HealthMonitor::HealthMonitor(std::shared_ptr<NvmlLibrary> nvml, HealthMonitorOpt
   state_->callback = std::move(callback);
 }
 
-HealthMonitor::~HealthMonitor() { stop(); }
+HealthMonitor::~HealthMonitor() {
+  if (stop()) return;
+  // The owner should have kept an unfinished monitor (see monitor.h); leaving its thread behind is
+  // still better than std::terminate. Its shared state stays alive with it.
+  spdlog::error("health: monitor destroyed while its event thread is inside NVML; thread left behind");
+  state_->event_thread.detach();
+}
 
-Status HealthMonitor::start(const Inventory& inventory) {
+Status HealthMonitor::start(const Inventory& inventory, const std::set<std::string>& until_reset) {
   State& s = *state_;
   if (s.event_thread.joinable() || s.dispatcher.joinable()) return Error::precondition("health monitor already started");
   const HealthConfig cfg = s.current_config();
@@ -379,8 +385,10 @@ Status HealthMonitor::start(const Inventory& inventory) {
     if (g.vendor != Vendor::Nvidia) continue;
     s.gpus.push_back(g.uuid);
     if (!g.health.healthy) {
-      // Discovery already found it failing: watch it for recovery, register its events once it is back.
-      s.track({g.uuid, HealthEvent::Kind::Lost, 0, std::nullopt, std::nullopt, g.health.reason}, false, cfg);
+      // Already failing (found by discovery, or marked before a monitor restart): watch it for
+      // recovery and register its events once it is back, unless the mark lasts until a reset.
+      s.track({g.uuid, HealthEvent::Kind::Lost, 0, std::nullopt, std::nullopt, g.health.reason},
+              until_reset.count(g.uuid) > 0, cfg);
       continue;
     }
     if (!s.watch_gpu(g.uuid))
@@ -409,11 +417,9 @@ bool HealthMonitor::stop() {
     lock.unlock();
     if (!done) {
       // Blocked in nvmlEventSetWait, which cannot be interrupted: it finishes on its own at the
-      // wait timeout and releases NVML; the shared state keeps everything it touches alive.
-      // Expected with a long idle wait (the daemon's choice), so not a warning.
-      spdlog::debug("health: event thread still inside NVML after {} ms; detached",
-                    s.options.stop_grace.count());
-      s.event_thread.detach();
+      // wait timeout and releases NVML. The thread stays ours (joinable) so that nobody loses
+      // track of a thread inside NVML; expected with a long idle wait, so not a warning.
+      spdlog::debug("health: event thread still inside NVML after {} ms", s.options.stop_grace.count());
       return false;
     }
     s.event_thread.join();
@@ -421,6 +427,11 @@ bool HealthMonitor::stop() {
     s.release_nvml();
   }
   return true;
+}
+
+bool HealthMonitor::finished() const {
+  std::lock_guard lock(state_->mu);
+  return !state_->threads_started || state_->event_thread_done;
 }
 
 void HealthMonitor::set_config(const HealthConfig& config) {

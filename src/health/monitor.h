@@ -11,12 +11,14 @@
 // Wake-ups: while every device is healthy the thread sleeps inside nvmlEventSetWait with
 // `idle_wait_ms` as timeout. NVML offers no way to interrupt that wait, so the timeout is what
 // bounds stop(): stop() waits up to `stop_grace` (longer than the idle wait) for the thread and
-// joins it. Only if it is still stuck after that is it detached (it owns its state through a shared
-// pointer, never calls the callback after stop(), and frees its event set when the wait returns);
-// stop() then returns false and the caller should leave the process with std::quick_exit/_exit,
-// since a thread inside NVML must not meet the library's static destructors. The default of 500 ms
-// keeps daemon shutdown under a second at the cost of two wake-ups a second of this one thread; a
-// caller that exits with _exit may raise it (minutes) to get an idle daemon with no wake-ups.
+// joins it. If it is still inside NVML after that, stop() returns false and the thread is NEVER
+// detached: the monitor keeps it (it owns its state through a shared pointer, never calls the
+// callback after stop(), and frees its event set when the wait returns). The owner keeps such a
+// monitor until finished() says the thread is out, then destroys it (which joins); and at exit,
+// while any is unfinished, it leaves the process with std::_Exit, since a thread inside NVML must
+// not meet the library's static destructors. The default of 500 ms keeps daemon shutdown under a
+// second at the cost of two wake-ups a second of this one thread; a caller that exits with _Exit
+// may raise it (minutes) to get an idle daemon with no wake-ups.
 // While a device is unhealthy (and recovery is on) the wait is shortened to the next probe.
 // Recovery: an unhealthy device is probed (handle by UUID + a PCI info query) first after
 // recovery_probe_interval_ms, backing off to recovery_probe_max_interval_ms while probes fail; once
@@ -27,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "config/config.h"
@@ -67,13 +70,17 @@ class HealthMonitor {
   HealthMonitor& operator=(const HealthMonitor&) = delete;
 
   // Initialises NVML (held until the thread ends), registers events for the inventory's NVIDIA
-  // GPUs and starts the threads. GPUs already unhealthy in the inventory are tracked for recovery.
+  // GPUs and starts the threads. GPUs already unhealthy in the inventory are tracked for recovery
+  // (by probes), except those in `until_reset` (marked by a MarkUnhealthyUntilReset action).
   // A GPU that cannot be watched is logged, not failed; only an NVML init or event-set failure is an
   // Error. With health checks disabled it starts nothing and succeeds.
-  Status start(const Inventory& inventory);
+  Status start(const Inventory& inventory, const std::set<std::string>& until_reset = {});
   // Stops delivering at once; joins the dispatcher, and the event thread within stop_grace.
-  // False when the event thread had to be detached (still blocked in NVML; see above).
+  // False when the event thread is still inside NVML (see above): call again, or destroy the
+  // monitor, only once finished(); the destructor of an unfinished monitor detaches as a last resort.
   bool stop();
+  // True when no thread of this monitor is inside NVML any more (or none was started).
+  bool finished() const;
   // New policy (e.g. after a config reload), used from the next event on.
   void set_config(const HealthConfig& config);
   HealthMonitorStats stats() const;

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cerrno>
 #include <cstring>
 
@@ -19,6 +22,13 @@ extern char** environ;
 namespace kgpu::mps {
 
 namespace {
+
+// P_PIDFD (Linux 5.4) may be missing from older headers.
+#ifdef P_PIDFD
+constexpr int kPidfdIdType = P_PIDFD;
+#else
+constexpr int kPidfdIdType = 3;
+#endif
 
 std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -75,16 +85,19 @@ void write_ignoring_sigpipe(int fd, const std::string& text) {
 
 }  // namespace
 
-bool wait_readable(int fd, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+bool wait_readable_until(int fd, Deadline deadline, int cancel_fd) {
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    pollfd p{fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
-    if (n > 0) return true;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p[2] = {{fd, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+    const int n = ::poll(p, cancel_fd >= 0 ? 2 : 1, static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT32_MAX)));
+    if (n > 0) return (p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
     if (n == 0) return false;
     if (errno != EINTR) return false;
   }
+}
+
+bool wait_readable(int fd, std::chrono::milliseconds timeout) {
+  return wait_readable_until(fd, std::chrono::steady_clock::now() + timeout);
 }
 
 Result<int> open_pidfd(int pid) {
@@ -93,9 +106,45 @@ Result<int> open_pidfd(int pid) {
   return static_cast<int>(fd);
 }
 
-Result<int> run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                        const std::string& stdin_text, std::chrono::milliseconds timeout) {
-  if (argv.empty()) return Error::invalid("run_program: empty command");
+bool is_own_child(int pidfd) {
+  // waitid(P_PIDFD) answers ECHILD for any process that is not our child; WNOWAIT leaves a zombie
+  // for the real reaping. si_pid stays 0 while the child runs.
+  siginfo_t info{};
+  return ::waitid(static_cast<idtype_t>(kPidfdIdType), static_cast<id_t>(pidfd), &info,
+                  WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+void reap_pidfd(int pidfd) {
+  siginfo_t info{};
+  while (::waitid(static_cast<idtype_t>(kPidfdIdType), static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG) < 0 &&
+         errno == EINTR) {
+  }
+}
+
+bool signal_pidfd(int pidfd, int sig) { return ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0; }
+
+Status become_subreaper() {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return Error::unavailable(errno_text("PR_SET_CHILD_SUBREAPER"));
+  return ok_status();
+}
+
+int reap_exited_children() {
+  int reaped = 0;
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      ++reaped;
+      continue;
+    }
+    if (pid < 0 && errno == EINTR) continue;
+    return reaped;
+  }
+}
+
+Result<Child> spawn_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                            const std::string& stdin_text) {
+  if (argv.empty()) return Error::invalid("spawn_program: empty command");
   int in[2];
   if (::pipe2(in, O_CLOEXEC) != 0) return Error::internal(errno_text("pipe2"));
   posix_spawn_file_actions_t actions;
@@ -127,21 +176,43 @@ Result<int> run_program(const std::vector<std::string>& argv, const std::map<std
     ::close(in[1]);
     return Error::unavailable("cannot run " + argv[0] + ": " + std::strerror(rc));
   }
+  Child child;
+  child.pid = pid;
+  child.name = argv[0];
+  // Our unreaped child: its pid cannot be reused before we wait for it, so this pidfd is its own.
+  if (auto fd = open_pidfd(pid); fd) child.pidfd.reset(*fd);
   write_ignoring_sigpipe(in[1], stdin_text);
   ::close(in[1]);
+  return child;
+}
 
-  auto pidfd = open_pidfd(pid);
+Result<int> finish_program(Child& child, Deadline deadline, int cancel_fd) {
+  if (child.pid <= 0) return Error::invalid("finish_program: no child");
   bool exited = true;
-  if (pidfd) {
-    exited = wait_readable(*pidfd, timeout);
-    ::close(*pidfd);
+  bool cancelled = false;
+  if (child.pidfd.valid()) {
+    exited = wait_readable_until(child.pidfd.get(), deadline, cancel_fd);
+    cancelled = !exited && cancel_fd >= 0 && wait_readable(cancel_fd, std::chrono::milliseconds(0));
+    if (!exited) signal_pidfd(child.pidfd.get(), SIGKILL);
   }
-  if (!exited) ::kill(pid, SIGKILL);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!exited) return Error::unavailable(argv[0] + " did not finish within " + std::to_string(timeout.count()) + " ms");
+  child.pid = -1;
+  child.pidfd.reset();
+  if (cancelled) return Error::unavailable(child.name + " stopped: shutting down");
+  if (!exited) return Error::unavailable(child.name + " did not finish in time");
   return exit_code(status);
+}
+
+Result<int> run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                        const std::string& stdin_text, std::chrono::milliseconds timeout, int cancel_fd) {
+  auto child = spawn_program(argv, env, stdin_text);
+  if (!child) return child.error();
+  auto rc = finish_program(*child, std::chrono::steady_clock::now() + timeout, cancel_fd);
+  if (!rc && rc.error().message.ends_with("did not finish in time"))
+    return Error::unavailable(argv[0] + " did not finish within " + std::to_string(timeout.count()) + " ms");
+  return rc;
 }
 
 }  // namespace kgpu::mps

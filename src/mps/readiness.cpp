@@ -1,15 +1,31 @@
 #include "mps/readiness.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+
+#include "core/unique_fd.h"
 #include "plan/mps_paths.h"
 
 namespace kgpu {
 
+bool mps_marker_live(const std::string& path) {
+  // Non-blocking and link-free: the folder is shared; a FIFO or link here is no marker.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  // A shared lock is refused while the supervisor holds its exclusive one; granted, the marker is
+  // stale (our lock goes with the fd).
+  if (::flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return false;
+  return errno == EWOULDBLOCK;
+}
+
 bool mps_ready(const Config& config, const Resource& resource) {
   if (resource.sharing != SharingKind::Mps) return true;
-  struct stat st {};
-  return ::stat(mps_ready_marker(config.mps_root, resource.name).c_str(), &st) == 0;
+  return mps_marker_live(mps_ready_marker(config.mps_root, resource.name));
 }
 
 ResourcePlan withhold_unready_mps(ResourcePlan plan, const std::function<bool(const Resource&)>& ready) {

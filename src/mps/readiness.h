@@ -2,14 +2,21 @@
 // The plugin's side of MPS: an MPS resource is advertised only once `kgpu mps-daemon` has its
 // control daemon running with the limits set (the readiness marker exists).
 #include <functional>
+#include <string>
 
 #include "config/config.h"
 #include "core/resource_plan.h"
 
 namespace kgpu {
 
-// True when `resource` is not MPS-shared, or its readiness marker <mpsRoot>/<resource>/.ready exists.
+// True when `resource` is not MPS-shared, or its readiness marker <mpsRoot>/<resource>/.ready is
+// live (see mps_marker_live).
 bool mps_ready(const Config& config, const Resource& resource);
+
+// True when the marker at `path` exists and a live `kgpu mps-daemon` holds its flock: a marker
+// left by a supervisor that was killed (SIGKILL leaves no time to remove it) is not locked by
+// anyone, so it does not count.
+bool mps_marker_live(const std::string& path);
 
 // Pure: the plan without the MPS resources for which ready() is false; each withheld resource adds a
 // problem sentence. Non-MPS resources are never withheld.

@@ -1,13 +1,18 @@
 #include "mps/supervisor.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <spdlog/spdlog.h>
@@ -27,31 +32,55 @@ std::map<std::string, std::string> daemon_env(const MpsDaemonSpec& s) {
   return {{"CUDA_MPS_PIPE_DIRECTORY", s.pipe_dir}, {"CUDA_MPS_LOG_DIRECTORY", s.log_dir}};
 }
 
-Result<int> read_pid(const std::string& pipe_dir) {
-  std::ifstream in(pipe_dir + "/" + kPidFile);
-  int pid = 0;
-  if (!(in >> pid) || pid <= 0)
-    return Error::unavailable("the control daemon wrote no PID to " + pipe_dir + "/" + kPidFile);
-  return pid;
-}
+std::string pid_file(const MpsDaemonSpec& s) { return s.pipe_dir + "/" + kPidFile; }
 
-// Written to a temporary name and renamed, so a reader never sees a half-written marker.
-Status write_marker(const std::string& path, int pid) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << pid << "\n";
-    if (!out) return Error::unavailable("cannot write " + tmp);
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Error::unavailable("cannot create " + path + ": " + ec.message());
-  return ok_status();
+bool stop_requested(int stop_fd) { return mps::wait_readable(stop_fd, std::chrono::milliseconds(0)); }
+
+// The PID the control daemon wrote. The pipe folder is shared with every MPS client, so the file
+// is read like any outside input: no links, no FIFOs, a few bytes at most, digits only.
+Result<int> read_pid(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Error::unavailable("the control daemon wrote no PID to " + path);
+  UniqueFd file(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return Error::unavailable(path + " is not a regular file");
+  char buf[32];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  if (n <= 0) return Error::unavailable("the control daemon wrote no PID to " + path);
+  std::string_view text(buf, static_cast<size_t>(n));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  int pid = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+  if (ec != std::errc() || end != text.data() + text.size() || pid <= 0)
+    return Error::unavailable(path + " holds no valid PID");
+  return pid;
 }
 
 void remove_marker(const std::string& path) {
   std::error_code ec;
   fs::remove(path, ec);
+}
+
+// Written to a fresh temporary file (never through a planted link) under an exclusive flock and
+// renamed into place, so a reader never sees a half-written marker and the lock covers the marker
+// itself. The returned fd keeps the lock: closing it (or dying) makes the marker stale.
+Result<UniqueFd> write_marker(const std::string& path, int pid) {
+  const std::string tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Error::unavailable("cannot write " + tmp + ": " + std::strerror(errno));
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    ::unlink(tmp.c_str());
+    return Error::unavailable("cannot lock " + tmp + ": " + std::strerror(errno));
+  }
+  const std::string text = std::to_string(pid) + "\n";
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return Error::unavailable("cannot create " + path + ": " + why);
+  }
+  return fd;
 }
 
 }  // namespace
@@ -65,12 +94,20 @@ MpsSupervisor::MpsSupervisor(std::vector<MpsDaemonSpec> specs, MpsSupervisorOpti
   }
 }
 
-MpsSupervisor::~MpsSupervisor() {
-  for (auto& d : daemons_)
-    if (d.pidfd >= 0) ::close(d.pidfd);
+MpsSupervisor::~MpsSupervisor() = default;
+
+// A control daemon of an earlier run (the supervisor was killed) still owns the pipe folder: ask it
+// to quit through the control pipe, which reaches only a daemon listening there (never a PID).
+void MpsSupervisor::quit_leftover(const Daemon& d, int stop_fd) {
+  struct stat st {};
+  if (::lstat(pid_file(d.spec).c_str(), &st) != 0) return;
+  spdlog::info("MPS control daemon for {}: found {} from an earlier run; sending quit", d.spec.resource,
+               pid_file(d.spec));
+  auto rc = mps::run_program({options_.control_binary}, daemon_env(d.spec), "quit\n", options_.command_timeout, stop_fd);
+  if (!rc) spdlog::warn("MPS control daemon for {}: quit of an earlier daemon: {}", d.spec.resource, rc.error().message);
 }
 
-Status MpsSupervisor::start(Daemon& d) {
+Status MpsSupervisor::start(Daemon& d, int stop_fd) {
   const auto& s = d.spec;
   remove_marker(s.ready_marker);  // stale from a previous run: not ready until proven
   std::error_code ec;
@@ -78,41 +115,79 @@ Status MpsSupervisor::start(Daemon& d) {
     fs::create_directories(dir, ec);
     if (ec) return Error::unavailable("cannot create " + dir + ": " + ec.message());
   }
+  quit_leftover(d, stop_fd);
+  // Whatever is in the PID file now is not the daemon we are about to start.
+  if (::unlink(pid_file(s).c_str()) != 0 && errno != ENOENT)
+    return Error::unavailable("cannot remove " + pid_file(s) + ": " + std::strerror(errno));
   const auto env = daemon_env(s);
-  auto rc = mps::run_program({options_.control_binary, "-d"}, env, "", options_.command_timeout);
+  auto rc = mps::run_program({options_.control_binary, "-d"}, env, "", options_.command_timeout, stop_fd);
   if (!rc) return rc.error();
   if (*rc != 0)
     return Error::unavailable(options_.control_binary + " -d exited with status " + std::to_string(*rc));
-  auto pid = read_pid(s.pipe_dir);
+  auto pid = read_pid(pid_file(s));
   if (!pid) return pid.error();
-  d.pid = *pid;
-  auto pidfd = mps::open_pidfd(d.pid);
+  auto pidfd = mps::open_pidfd(*pid);
   if (!pidfd) return pidfd.error();
-  d.pidfd = *pidfd;
+  UniqueFd owned(*pidfd);
+  // Subreaper: the daemon that -d left behind is our child. Anything else was planted or reused.
+  if (!mps::is_own_child(owned.get()))
+    return Error::unavailable("PID " + std::to_string(*pid) + " in " + pid_file(s) +
+                              " is not a control daemon this supervisor started; not tracking it");
+  d.pid = *pid;
+  d.pidfd = std::move(owned);
   for (const auto& command : s.commands) {
-    auto crc = mps::run_program({options_.control_binary}, env, command + "\n", options_.command_timeout);
+    auto crc = mps::run_program({options_.control_binary}, env, command + "\n", options_.command_timeout, stop_fd);
     if (!crc) return crc.error();
     if (*crc != 0) return Error::unavailable("control command \"" + command + "\" failed with status " +
                                              std::to_string(*crc));
   }
-  if (auto st = write_marker(s.ready_marker, d.pid); !st) return st.error();
+  auto lock = write_marker(s.ready_marker, d.pid);
+  if (!lock) return lock.error();
+  d.marker_lock = std::move(*lock);
   d.started = Clock::now();
   spdlog::info("MPS control daemon for {} is ready (pid {}, pipe {})", s.resource, d.pid, s.pipe_dir);
   return ok_status();
 }
 
-void MpsSupervisor::stop(Daemon& d) {
-  remove_marker(d.spec.ready_marker);  // withdraw readiness first: no new pods while it goes away
-  if (d.pidfd < 0) return;
-  auto rc = mps::run_program({options_.control_binary}, daemon_env(d.spec), "quit\n", options_.command_timeout);
-  if (!rc || *rc != 0 || !mps::wait_readable(d.pidfd, options_.stop_timeout)) {
-    spdlog::warn("MPS control daemon for {} (pid {}) did not quit; killing it", d.spec.resource, d.pid);
-    ::kill(d.pid, SIGKILL);
-    (void)mps::wait_readable(d.pidfd, options_.stop_timeout);
-  }
-  ::close(d.pidfd);
-  d.pidfd = -1;
+// The daemon exited (its pidfd fired): withdraw readiness and reap it.
+void MpsSupervisor::forget(Daemon& d) {
+  remove_marker(d.spec.ready_marker);
+  d.marker_lock.reset();
+  if (d.pidfd.valid()) mps::reap_pidfd(d.pidfd.get());  // ours (see is_own_child); may be reaped already
+  d.pidfd.reset();
   d.pid = -1;
+}
+
+// Readiness goes first (no new pods while the daemons go away); then every daemon gets its quit at
+// once, and all of them share one stop_timeout before the ones left are killed through their pidfd.
+void MpsSupervisor::stop_daemons(const std::vector<Daemon*>& which) {
+  for (Daemon* d : which) {
+    remove_marker(d->spec.ready_marker);
+    d->marker_lock.reset();
+  }
+  const auto deadline = Clock::now() + options_.stop_timeout;
+  std::vector<std::pair<Daemon*, mps::Child>> quits;
+  for (Daemon* d : which) {
+    if (!d->running()) continue;
+    auto child = mps::spawn_program({options_.control_binary}, daemon_env(d->spec), "quit\n");
+    if (child) quits.emplace_back(d, std::move(*child));
+    else spdlog::warn("MPS control daemon for {}: cannot send quit: {}", d->spec.resource, child.error().message);
+  }
+  for (auto& [d, child] : quits) {
+    auto rc = mps::finish_program(child, deadline);
+    if (!rc || *rc != 0)
+      spdlog::warn("MPS control daemon for {}: quit {}", d->spec.resource,
+                   rc ? "exited with status " + std::to_string(*rc) : rc.error().message);
+  }
+  for (Daemon* d : which) {
+    if (!d->running()) continue;
+    if (!mps::wait_readable_until(d->pidfd.get(), deadline)) {
+      spdlog::warn("MPS control daemon for {} (pid {}) did not quit; killing it", d->spec.resource, d->pid);
+      mps::signal_pidfd(d->pidfd.get(), SIGKILL);
+      (void)mps::wait_readable(d->pidfd.get(), std::chrono::milliseconds(1000));
+    }
+    forget(*d);
+  }
 }
 
 void MpsSupervisor::schedule_restart(Daemon& d) {
@@ -127,23 +202,28 @@ void MpsSupervisor::schedule_restart(Daemon& d) {
   spdlog::info("MPS control daemon for {}: next start in {} ms", d.spec.resource, delay.count());
 }
 
-Status MpsSupervisor::run(int stop_fd) {
+Status MpsSupervisor::run(int stop_fd, int child_fd) {
+  if (auto st = mps::become_subreaper(); !st)
+    spdlog::warn("MPS supervisor: {}; a daemon that forks away cannot be tracked", st.error().message);
   auto try_start = [&](Daemon& d) {
-    if (auto st = start(d); !st) {
+    if (auto st = start(d, stop_fd); !st) {
       spdlog::error("MPS control daemon for {} failed to start: {}", d.spec.resource, st.error().message);
-      stop(d);  // a half-started daemon is quit, so the retry starts clean
+      stop_daemons({&d});  // a half-started daemon is quit, so the retry starts clean
       schedule_restart(d);
     }
   };
-  for (auto& d : daemons_) try_start(d);
+  for (auto& d : daemons_) {
+    if (stop_requested(stop_fd)) break;
+    try_start(d);
+  }
 
-  for (;;) {
-    std::vector<pollfd> fds{{stop_fd, POLLIN, 0}};
+  while (!stop_requested(stop_fd)) {
+    std::vector<pollfd> fds{{stop_fd, POLLIN, 0}, {child_fd, POLLIN, 0}};
     std::vector<Daemon*> watched;
     auto next = Clock::time_point::max();
     for (auto& d : daemons_) {
       if (d.running()) {
-        fds.push_back({d.pidfd, POLLIN, 0});
+        fds.push_back({d.pidfd.get(), POLLIN, 0});
         watched.push_back(&d);
       } else {
         next = std::min(next, d.next_start);
@@ -157,21 +237,28 @@ Status MpsSupervisor::run(int stop_fd) {
     const int n = ::poll(fds.data(), fds.size(), timeout);
     if (n < 0 && errno != EINTR) return Error::internal("poll failed in the MPS supervisor");
     if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) break;
+    if (n > 0 && (fds[1].revents & POLLIN)) {
+      char buf[sizeof(signalfd_siginfo) * 8];
+      while (::read(child_fd, buf, sizeof buf) > 0) {
+      }
+    }
     for (size_t i = 0; n > 0 && i < watched.size(); ++i) {
-      if (!(fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       Daemon& d = *watched[i];
       spdlog::warn("MPS control daemon for {} (pid {}) exited; restarting", d.spec.resource, d.pid);
-      remove_marker(d.spec.ready_marker);
-      ::close(d.pidfd);
-      d.pidfd = -1;
-      d.pid = -1;
+      forget(d);
       schedule_restart(d);
     }
+    // Reparented processes (MPS servers of a dead daemon, daemonising helpers) end up ours too.
+    mps::reap_exited_children();
     const auto now = Clock::now();
     for (auto& d : daemons_)
-      if (!d.running() && d.next_start <= now) try_start(d);
+      if (!d.running() && d.next_start <= now && !stop_requested(stop_fd)) try_start(d);
   }
-  for (auto& d : daemons_) stop(d);
+  std::vector<Daemon*> all;
+  for (auto& d : daemons_) all.push_back(&d);
+  stop_daemons(all);
+  mps::reap_exited_children();
   return ok_status();
 }
 

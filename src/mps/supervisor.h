@@ -2,12 +2,29 @@
 // MpsSupervisor: starts one `nvidia-cuda-mps-control -d` per MPS resource, sets its default limits
 // through the control pipe, writes the readiness marker the plugin waits for, restarts a daemon
 // that dies (exponential backoff), and on stop sends `quit` to each. Event-driven: it sleeps in
-// poll() on the daemons' pidfds and the stop fd, waking only for a death, a due restart or stop.
+// poll() on the daemons' pidfds, the stop fd and an optional SIGCHLD fd, waking only for a death, a
+// due restart or stop.
+//
+// Processes: the supervisor makes itself a child subreaper, so a control daemon that forks into
+// the background is reparented to it. The PID the daemon writes into the pipe folder (which every
+// MPS client mounts read-write) is only trusted once a pidfd for it names a child of ours; the
+// daemon is then signalled through that pidfd alone. Every exited child (reparented MPS servers
+// included) is reaped, which matters when this runs as PID 1 of its container.
+//
+// Readiness: the marker is removed before a start and written only once the daemon runs with its
+// limits, with an exclusive flock held for as long as the supervisor tracks that daemon: when the
+// supervisor dies (even by SIGKILL) the kernel drops the lock, and mps_ready() treats a marker
+// nobody locks as stale.
+//
+// Stopping: every control call also watches the stop fd, so SIGTERM interrupts a start at once;
+// at stop the `quit` of every daemon is sent at once and all of them share one stop_timeout, after
+// which the daemons left are killed.
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
+#include "core/unique_fd.h"
 #include "mps/daemon_spec.h"
 
 namespace kgpu {
@@ -17,7 +34,7 @@ struct MpsSupervisorOptions {
   std::chrono::milliseconds initial_backoff{1000};
   std::chrono::milliseconds max_backoff{30000};
   std::chrono::milliseconds command_timeout{10000};  // one control-client invocation
-  std::chrono::milliseconds stop_timeout{5000};      // `quit` → exit, before SIGKILL
+  std::chrono::milliseconds stop_timeout{5000};      // `quit` of every daemon → exit, before SIGKILL
 };
 
 class MpsSupervisor {
@@ -30,21 +47,25 @@ class MpsSupervisor {
   // Runs until `stop_fd` becomes readable (a signalfd for SIGTERM, or a pipe in tests), then stops
   // every daemon and removes the readiness markers. A daemon that cannot start is retried with
   // backoff rather than failing the whole run, so one bad resource never stops the others.
-  Status run(int stop_fd);
+  // `child_fd` (optional, e.g. a signalfd for SIGCHLD) wakes the loop to reap exited children.
+  Status run(int stop_fd, int child_fd = -1);
 
  private:
   struct Daemon {
     MpsDaemonSpec spec;
     int pid = -1;
-    int pidfd = -1;
+    UniqueFd pidfd;        // the control daemon, a child of ours
+    UniqueFd marker_lock;  // holds the flock on the readiness marker while ready
     int failures = 0;
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point next_start;
-    bool running() const { return pidfd >= 0; }
+    bool running() const { return pidfd.valid(); }
   };
 
-  Status start(Daemon& d);
-  void stop(Daemon& d);
+  Status start(Daemon& d, int stop_fd);
+  void quit_leftover(const Daemon& d, int stop_fd);
+  void forget(Daemon& d);
+  void stop_daemons(const std::vector<Daemon*>& which);
   void schedule_restart(Daemon& d);
 
   std::vector<Daemon> daemons_;

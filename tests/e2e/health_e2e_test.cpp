@@ -178,5 +178,102 @@ TEST_F(HealthE2E, DisableHealthchecksAllTurnsMonitoringOff) {
   EXPECT_EQ(read_file(control.path() + ".ack").find("registered"), std::string::npos);
 }
 
+// Issue 19, the ordering that made GpuLostAtRunTimeStaysAdvertisedUnhealthyAcrossReloads flaky,
+// held deterministically: discovery sees GPU 2, which drops off the bus as the health monitor
+// starts, so the monitor (not re-discovery) finds it lost. Once it answers, a re-discovery brings it
+// back at once (the monitor's quiet period here is far longer than the test), and the restarted
+// monitor watches it again.
+TEST_F(HealthE2E, GpuLostWhileTheMonitorRegistersComesBackOnceItAnswers) {
+  std::vector<std::string> ids;
+  {
+    auto probe = start();  // no control channel: its registrations must not show in the .ack file
+    ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*probe);
+    ids = sim->snapshot().find(kGpu)->device_ids();
+    probe->signal(SIGTERM);
+    ASSERT_TRUE(probe->wait_exit(5s).has_value());
+  }
+  std::string config = work.write("slow-recovery.yaml", R"(version: v1
+kgpu:
+  health:
+    recovery:
+      quietPeriodMs: 600000
+)");
+  ASSERT_TRUE(control.lose_at_next_event_set(ids[2]));  // replayed by the next process's first nvmlInit
+  auto options = with_control();
+  options.config_file = config;
+  options.name = "plugin-lost-at-registration";
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 7, 2, 8)) << diagnostics(*plugin);
+  EXPECT_EQ(health_of(kGpu, ids[2]), "Unhealthy");
+  EXPECT_NE(plugin->stderr_text().find("lost while registering events"), std::string::npos) << diagnostics(*plugin);
+
+  ASSERT_TRUE(control.set_lost(ids[2], false));
+  ASSERT_TRUE(control.sync(20s));
+  plugin->signal(SIGHUP);  // re-discovery finds it answering
+  ASSERT_TRUE(wait_healthy(kGpu, 8, 2, 8)) << diagnostics(*plugin);
+  ASSERT_TRUE(control.wait_registered(ids[2], 20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(control.inject_xid(ids[2], 79));
+  ASSERT_TRUE(wait_health(kGpu, ids[2], "Unhealthy")) << diagnostics(*plugin);
+}
+
+// The other way round: a loss only re-discovery saw is followed by the monitor's probes too, so the
+// GPU comes back when it answers without waiting for another reload.
+TEST_F(HealthE2E, GpuLostFoundByRediscoveryRecoversThroughTheMonitor) {
+  std::string config = work.write("fast-recovery.yaml", R"(version: v1
+kgpu:
+  health:
+    recovery:
+      probeIntervalMs: 20
+      probeMaxIntervalMs: 100
+      quietPeriodMs: 200
+)");
+  auto options = with_control();
+  options.config_file = config;
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_watching(*plugin)) << diagnostics(*plugin);
+  auto ids = sim->snapshot().find(kGpu)->device_ids();
+  ASSERT_TRUE(control.set_lost(ids[4], true));
+  ASSERT_TRUE(control.sync(20s));
+  plugin->signal(SIGHUP);
+  ASSERT_TRUE(wait_healthy(kGpu, 7, 1, 8)) << diagnostics(*plugin);
+  ASSERT_TRUE(control.set_lost(ids[4], false));
+  ASSERT_TRUE(wait_healthy(kGpu, 8, 1, 8)) << diagnostics(*plugin);
+}
+
+// Issue 13 item 5: a reload that switches health checks off replaced a monitor whose thread was
+// parked in nvmlEventSetWait (10 minutes), detached it and then forgot it: SIGTERM skipped the
+// _Exit path and the process hung in its static destructors. Losing every GPU replaces the monitor
+// the same way. Either way SIGTERM must end the process at once, with status 0.
+TEST_F(HealthE2E, SigtermRightAfterTheMonitorWasReplacedExitsAtOnce) {
+  std::string config = work.write("health.yaml", "version: v1\n");
+  auto options = with_control();
+  options.config_file = config;
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_watching(*plugin)) << diagnostics(*plugin);
+  auto ids = sim->snapshot().find(kGpu)->device_ids();
+  // Every GPU lost: the monitor is replaced by one that probes them.
+  for (const auto& id : ids) ASSERT_TRUE(control.set_lost(id, true));
+  ASSERT_TRUE(control.sync(20s));
+  plugin->signal(SIGHUP);
+  ASSERT_TRUE(wait_healthy(kGpu, 0, 1, 8)) << diagnostics(*plugin);
+  for (const auto& id : ids) ASSERT_TRUE(control.set_lost(id, false));
+  ASSERT_TRUE(control.sync(20s));
+  // Checks switched off: the monitor goes away while its thread is inside NVML.
+  work.write("health.yaml", "version: v1\nkgpu:\n  health:\n    enabled: false\n");
+  plugin->signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("health: checks disabled") != std::string::npos; }, 20s))
+      << diagnostics(*plugin);
+  const auto t0 = std::chrono::steady_clock::now();
+  plugin->signal(SIGTERM);
+  auto rc = plugin->wait_exit(5s);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  ASSERT_TRUE(rc.has_value()) << "still running 5 s after SIGTERM\n" << diagnostics(*plugin);
+  EXPECT_EQ(*rc, 0) << diagnostics(*plugin);
+  EXPECT_LT(took.count(), 1000) << diagnostics(*plugin);
+  RecordProperty("sigterm_to_exit_ms", static_cast<int>(took.count()));
+}
+
 }  // namespace
 }  // namespace kgpu::test

@@ -1,12 +1,15 @@
 // End to end: every way kgpu hands devices out — device-list strategies (volume mounts, CDI
 // annotations, CDI names in the CRI), time-slicing, MIG strategies, and the sysfs backends (AMD,
 // Intel, a mixed NVIDIA + AMD node) — each through the real binary and the kubelet simulator.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "core/unique_fd.h"
 #include "e2e/sim_fixture.h"
 
 namespace kgpu::test {
@@ -128,7 +131,10 @@ sharing:
       << diagnostics(*plugin);
   EXPECT_EQ(sim->snapshot().find(kGpu), nullptr);  // not advertised while `kgpu mps-daemon` is not ready
 
-  work.write("mps/nvidia.com/gpu/.ready", "");  // what `kgpu mps-daemon` writes once the limits are set
+  // What `kgpu mps-daemon` writes once the limits are set, and keeps flock'ed while it runs.
+  std::string marker = work.write("mps/nvidia.com/gpu/.ready", "");
+  UniqueFd marker_lock(::open(marker.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_EQ(::flock(marker_lock.get(), LOCK_EX), 0);
   auto ids = ids_when_ready(*plugin, kGpu, 32);
   ASSERT_EQ(ids.size(), 32u);
   auto one = sim->allocate(kGpu, {ids[0]});

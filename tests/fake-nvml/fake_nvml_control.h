@@ -49,6 +49,10 @@ class Control {
   bool set_lost(std::string_view gpu_uuid, bool lost) {
     return send("lost " + std::string(gpu_uuid) + (lost ? " 1" : " 0"));
   }
+  // Marks a GPU lost at the next nvmlEventSetCreate in the process under test: discovery still
+  // sees it, the health monitor (which creates the set, then registers events) finds it lost.
+  // A later set_lost() of that GPU disarms it.
+  bool lose_at_next_event_set(std::string_view gpu_uuid) { return send("lose_at_event_set " + std::string(gpu_uuid)); }
   // Makes `call` (e.g. "nvmlDeviceGetMemoryInfo") on the device return `code`; 0 clears.
   bool fail_call(std::string_view uuid, std::string_view call, unsigned code) {
     return send("fail " + std::string(uuid) + " " + std::string(call) + " " + std::to_string(code));

@@ -107,6 +107,10 @@ nvmlReturn_t Simulator::handle_gate(unsigned gpu_index) const {
 }
 
 nvmlEventSet_st* Simulator::create_set() {
+  // A GPU armed by `lose_at_event_set` drops off now: after discovery, before the health monitor
+  // (the only caller of nvmlEventSetCreate) registers its events.
+  for (unsigned g : lose_at_event_set_) fleet_.gpus[g].lost = true;
+  lose_at_event_set_.clear();
   sets_.push_back(std::make_unique<nvmlEventSet_st>());
   return sets_.back().get();
 }
@@ -215,6 +219,9 @@ void Simulator::apply_command(const std::string& line) {
     int lost = 0;
     if (!(in >> lost)) return complain("expected: lost <uuid> 1|0");
     fleet_.gpus[gpu_index].lost = lost != 0;
+    lose_at_event_set_.erase(gpu_index);
+  } else if (verb == "lose_at_event_set") {
+    lose_at_event_set_.insert(gpu_index);
   } else if (verb == "fail") {
     std::string call, code_text;
     if (!(in >> call >> code_text)) return complain("expected: fail <uuid> <call> <code>");

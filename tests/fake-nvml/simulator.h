@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -97,6 +98,7 @@ class Simulator {
   std::vector<std::vector<std::unique_ptr<nvmlGpuInstance_st>>> gis_;
   std::vector<std::vector<std::vector<std::unique_ptr<nvmlComputeInstance_st>>>> cis_;
   std::vector<std::unique_ptr<nvmlEventSet_st>> sets_;
+  std::set<unsigned> lose_at_event_set_;  // GPUs that turn lost at the next nvmlEventSetCreate
   std::unordered_set<const nvmlDevice_st*> devices_;
   std::unordered_set<const nvmlGpuInstance_st*> gpu_instances_;
   std::unordered_set<const nvmlComputeInstance_st*> compute_instances_;

@@ -169,5 +169,32 @@ TEST(CarryOverHealth, VanishedGpuStaysUnhealthyUntilItAnswersAgain) {
   EXPECT_TRUE(back.gpus[1].mig_devices[0].health.healthy);
 }
 
+// Issue 19: a GPU the monitor found lost (here while registering its events) and that answers a
+// later re-discovery comes back like one re-discovery itself found missing: the path that noticed
+// the loss must not decide whether it can recover.
+TEST(CarryOverHealth, LossTheMonitorSawIsLiftedByARediscoveryThatFindsTheGpuAnswering) {
+  Inventory before = two_gpus_one_with_mig();
+  HealthEvent lost{"GPU-b", HealthEvent::Kind::Lost, 0, std::nullopt, std::nullopt, "lost while registering events"};
+  before = apply_health_event(before, lost, HealthConfig{}).inventory;
+  ASSERT_FALSE(before.gpus[1].health.healthy);
+  EXPECT_TRUE(is_lost_mark(before.gpus[1].health));
+  EXPECT_EQ(lost_gpus(before), std::vector<std::string>{"GPU-b"});
+
+  auto after = carry_over_health(before, two_gpus_one_with_mig());
+  EXPECT_TRUE(after.gpus[1].health.healthy) << after.gpus[1].health.reason;
+  for (const auto& m : after.gpus[1].mig_devices) EXPECT_TRUE(m.health.healthy) << m.uuid;
+  EXPECT_TRUE(lost_gpus(after).empty());
+}
+
+TEST(CarryOverHealth, OnlyMarksOfAGpuThatDidNotAnswerAreLostMarks) {
+  EXPECT_TRUE(is_lost_mark({false, kNotRediscovered}));
+  EXPECT_TRUE(is_lost_mark({false, event_cause({"GPU-a", HealthEvent::Kind::Lost, 0, {}, {}, "x"})}));
+  EXPECT_FALSE(is_lost_mark({false, event_cause(xid("GPU-a", 79))}));
+  EXPECT_FALSE(is_lost_mark({true, ""}));
+  Inventory inv = two_gpus_one_with_mig();
+  inv.gpus[0].health = {false, event_cause(xid("GPU-a", 79))};
+  EXPECT_TRUE(lost_gpus(inv).empty());
+}
+
 }  // namespace
 }  // namespace kgpu

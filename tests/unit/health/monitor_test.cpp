@@ -277,5 +277,35 @@ TEST_F(MonitorTest, StopIsPromptAndReleasesNvml) {
   EXPECT_EQ(node_->nvml().init_count(), 0);
 }
 
+// Issue 13 item 5: a monitor stopped while its thread is parked in nvmlEventSetWait must not lose
+// track of that thread (it used to be detached, and its owner then believed no thread was in NVML).
+TEST_F(MonitorTest, StopWhileInsideNvmlKeepsTheThreadUntilItIsOut) {
+  Inventory inv = start_node(fleet_path("pcie-t4x2.yaml"));
+  auto options = fast_options();
+  options.idle_wait_ms = 400;  // parked in NVML for longer than the grace below
+  options.stop_grace = 10ms;
+  start_monitor(inv, options);
+  ASSERT_TRUE(ctl_->wait_registered(inv.gpus[1].uuid, 5s));
+  EXPECT_FALSE(monitor_->stop());
+  EXPECT_FALSE(monitor_->finished()) << "the thread is still inside NVML and still ours";
+  ASSERT_TRUE(eventually([&] { return monitor_->finished(); }));
+  EXPECT_TRUE(monitor_->stop());  // joins it now
+  EXPECT_EQ(node_->nvml().init_count(), 0);
+}
+
+// A monitor restarted over an inventory with marks keeps "until reset" marks unprobed and probes
+// the others (a GPU lost found by re-discovery recovers through the monitor too).
+TEST_F(MonitorTest, RestartedMonitorProbesLostMarksButNotUntilResetOnes) {
+  Inventory inv = start_node(fleet_path("pcie-t4x2.yaml"));
+  inv.gpus[0].health = {false, "XID 79 (GPU has fallen off the bus)"};
+  inv.gpus[1].health = {false, kNotRediscovered};
+  monitor_ = std::make_unique<HealthMonitor>(node_->shared(), fast_options(), collector_.callback());
+  ASSERT_TRUE(monitor_->start(inv, {inv.gpus[0].uuid}).ok());
+  ASSERT_TRUE(collector_.wait_for_kind(HealthEvent::Kind::Recovered, inv.gpus[1].uuid));
+  ASSERT_TRUE(ctl_->wait_registered(inv.gpus[1].uuid, 5s));
+  EXPECT_EQ(monitor_->stats().unhealthy_tracked, 1u);
+  EXPECT_EQ(collector_.count(HealthEvent::Kind::Recovered, inv.gpus[0].uuid), 0u);
+}
+
 }  // namespace
 }  // namespace kgpu

@@ -1,10 +1,13 @@
 // Pure parts of MPS: daemon specs (paths, default limits) and the plugin's readiness gate.
+#include <fcntl.h>
 #include <gmock/gmock.h>
+#include <sys/file.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "core/unique_fd.h"
 #include "mps/daemon_spec.h"
 #include "mps/readiness.h"
 #include "plan/plan.h"
@@ -73,8 +76,15 @@ TEST(MpsReady, FollowsTheMarkerFile) {
   const Resource& r = p.resources[0];
   EXPECT_FALSE(mps_ready(c, r));
   std::filesystem::create_directories(root / "nvidia.com/gpu.shared");
-  std::ofstream(root / "nvidia.com/gpu.shared/.ready") << "1\n";
-  EXPECT_TRUE(mps_ready(c, r));
+  const auto marker = root / "nvidia.com/gpu.shared/.ready";
+  std::ofstream(marker) << "1\n";
+  EXPECT_FALSE(mps_ready(c, r)) << "a marker no live supervisor locks (one killed with SIGKILL) is stale";
+  {
+    UniqueFd held(::open(marker.c_str(), O_RDONLY | O_CLOEXEC));  // what the live supervisor holds
+    ASSERT_EQ(::flock(held.get(), LOCK_EX), 0);
+    EXPECT_TRUE(mps_ready(c, r));
+  }
+  EXPECT_FALSE(mps_ready(c, r));
   Resource unshared = r;
   unshared.sharing = SharingKind::None;
   std::filesystem::remove_all(root);

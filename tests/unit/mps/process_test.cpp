@@ -86,3 +86,38 @@ TEST(RunProgram, ChildDoesNotInheritBlockedSignals) {
 
 }  // namespace
 }  // namespace kgpu::mps
+
+namespace kgpu::mps {
+namespace {
+
+// Issue 20 item 8: a control call must honour the stop signal instead of waiting out its timeout.
+TEST(RunProgram, CancelFdStopsAHangingProgramAtOnce) {
+  int stop[2];
+  ASSERT_EQ(::pipe(stop), 0);
+  ASSERT_EQ(::write(stop[1], "x", 1), 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto rc = run_program({"tail", "-f", "/dev/null"}, {}, "", 10s, stop[0]);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  ASSERT_FALSE(rc.ok());
+  EXPECT_THAT(rc.error().message, ::testing::HasSubstr("stopped"));
+  ::close(stop[0]);
+  ::close(stop[1]);
+}
+
+// Issue 20 item 2: only our own children may be signalled through a pidfd.
+TEST(IsOwnChild, TrueForASpawnedChildFalseForAnyOtherProcess) {
+  auto child = spawn_program({"tail", "-f", "/dev/null"}, {}, "");
+  ASSERT_TRUE(child.ok()) << child.error().message;
+  EXPECT_TRUE(is_own_child(child->pidfd.get()));
+  auto parent = open_pidfd(::getppid());
+  ASSERT_TRUE(parent.ok());
+  EXPECT_FALSE(is_own_child(*parent));
+  ::close(*parent);
+  EXPECT_TRUE(signal_pidfd(child->pidfd.get(), SIGKILL));
+  auto rc = finish_program(*child, std::chrono::steady_clock::now() + 10s);
+  ASSERT_TRUE(rc.ok()) << rc.error().message;
+  EXPECT_EQ(*rc, 128 + SIGKILL);
+}
+
+}  // namespace
+}  // namespace kgpu::mps
