@@ -10,6 +10,13 @@ DeviceCount check_device_count(unsigned reported) {
                                  std::to_string(kMaxNvidiaDevices) + " are read)"};
 }
 
+DeviceCount check_mig_device_count(unsigned reported) {
+  if (reported <= kMaxMigDevicesPerGpu) return {reported, std::nullopt};
+  return {kMaxMigDevicesPerGpu, "NVML reports room for " + std::to_string(reported) +
+                                    " MIG devices on one GPU, more than any GPU has (at most " +
+                                    std::to_string(kMaxMigDevicesPerGpu) + " are read)"};
+}
+
 std::vector<size_t> repeated_positions(const std::vector<std::string>& ids) {
   std::vector<size_t> out;
   std::unordered_set<std::string> seen;

@@ -267,7 +267,9 @@ class Discoverer {
     Gpu& g = f.gpu;
     auto max = nvml_.max_mig_device_count(f.handle);
     if (!note(f, max, false) || !max) return;
-    for (unsigned j = 0; j < *max; ++j) {
+    auto slots = check_mig_device_count(*max);
+    if (slots.problem) warn(label(g), *slots.problem);
+    for (unsigned j = 0; j < slots.usable; ++j) {
       auto mig = nvml_.mig_device_by_index(f.handle, j);
       if (!mig) {
         // Empty slots answer NOT_FOUND / INVALID_ARGUMENT: that is how NVML says "no device here".

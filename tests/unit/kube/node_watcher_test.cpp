@@ -3,15 +3,20 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <thread>
 
+#include "support/eventually.h"
 #include "support/fake_api_server.h"
 
 namespace kgpu::kube {
@@ -133,6 +138,66 @@ TEST(NodeWatcherChaos, StopEndsAGetInFlightFromAnotherThread) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
   ASSERT_TRUE(node.has_value());
   EXPECT_FALSE(node->ok());
+}
+
+// A listening socket whose accept queue is full: the kernel drops further SYNs, so a connect to
+// it hangs in SYN_SENT (as with an API server address that drops packets).
+class FullListenQueue {
+ public:
+  FullListenQueue() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener_, 0) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+      return;
+    port_ = ntohs(addr.sin_port);
+    for (int i = 0; i < 4; ++i) {  // fill the queue (never accepted)
+      int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+      fillers_.push_back(c);
+    }
+  }
+  ~FullListenQueue() {
+    for (int c : fillers_) ::close(c);
+    ::close(listener_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int listener_ = -1, port_ = 0;
+  std::vector<int> fillers_;
+};
+
+TEST(NodeWatcherChaos, StopEndsAConnectThatHangs) {
+  FullListenQueue queue;
+  ASSERT_GT(queue.port(), 0);
+  NodeWatcher watcher(ApiServer{"http://127.0.0.1:" + std::to_string(queue.port()), "", "", ""}, "n1");
+  // The kernel lists each hanging connect in /proc/net/tcp as SYN_SENT (state 02) to our port;
+  // some of the queue fillers are among them.
+  char port_hex[8];
+  std::snprintf(port_hex, sizeof port_hex, "%04X", queue.port());
+  auto syn_sent = [&] {
+    int n = 0;
+    std::ifstream tcp("/proc/net/tcp");
+    for (std::string line; std::getline(tcp, line);)
+      if (line.find(std::string(":") + port_hex + " 02 ") != std::string::npos) ++n;
+    return n;
+  };
+  const int fillers_waiting = syn_sent();
+  std::optional<Result<NodeSnapshot>> node;
+  std::thread caller([&] { node = watcher.get_node(30s); });
+  bool connecting = test::eventually([&] { return syn_sent() > fillers_waiting; }, 5s);
+  EXPECT_TRUE(connecting) << "no SYN_SENT socket to port " << port_hex;
+  auto stop_at = std::chrono::steady_clock::now();
+  watcher.stop();
+  caller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_at, 1s);
+  ASSERT_TRUE(node.has_value());
+  ASSERT_FALSE(node->ok());
+  EXPECT_NE(node->error().message.find("stopping"), std::string::npos) << node->error().message;
 }
 
 // Regression (issue 13 item 3, in the watch thread): a Node with fields of the wrong type threw

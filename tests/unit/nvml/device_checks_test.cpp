@@ -16,6 +16,14 @@ TEST(CheckDeviceCount, CapsAnAbsurdCountWithAProblem) {
   EXPECT_NE(huge.problem->find("4294967295"), std::string::npos) << *huge.problem;
 }
 
+TEST(CheckMigDeviceCount, CapsAnAbsurdMaximum) {
+  EXPECT_EQ(check_mig_device_count(7).usable, 7u);
+  EXPECT_FALSE(check_mig_device_count(7).problem.has_value());
+  auto huge = check_mig_device_count(100000);
+  EXPECT_EQ(huge.usable, kMaxMigDevicesPerGpu);
+  EXPECT_TRUE(huge.problem.has_value());
+}
+
 // Regression (issue 13 "Also"): duplicate UUIDs were served twice.
 TEST(RepeatedPositions, FindsEveryRepeatAfterTheFirst) {
   EXPECT_TRUE(repeated_positions({"a", "b", "c"}).empty());
