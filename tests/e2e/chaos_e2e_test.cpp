@@ -65,8 +65,14 @@ TEST_F(ChaosE2E, HundredKubeletRestartsWhileAllocating) {
   const auto ids = sim->snapshot().find(kGpu)->device_ids();
   std::atomic<bool> done{false};
   std::atomic<int> allocated{0}, refused{0};
+  // Allocations in flight throughout; between a restart and the re-registration the allocator
+  // waits for the stream (on the simulator's condition variable) instead of spinning on refusals.
+  auto streaming = [](const sim::Snapshot& s) { return s.find(kGpu) && s.find(kGpu)->connected; };
   std::thread allocator([&] {
-    for (size_t i = 0; !done; ++i) (sim->allocate(kGpu, {ids[i % ids.size()]}).ok() ? allocated : refused)++;
+    for (size_t i = 0; !done; ++i) {
+      if (!sim->wait_for(streaming, 100ms)) continue;
+      (sim->allocate(kGpu, {ids[i % ids.size()]}).ok() ? allocated : refused)++;
+    }
   });
   constexpr int kRestarts = 100;
   for (int i = 1; i <= kRestarts; ++i) {
@@ -203,9 +209,14 @@ TEST_F(ChaosE2E, KillNineMidStreamThenRestartIsConsistent) {
   ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
   ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("cdi: wrote") != std::string::npos; }, 20s));
   ASSERT_TRUE(wait_until([&] { return read_file(labels).find("nvidia.com/gpu.count=8") != std::string::npos; }, 20s));
+  // The harness generates each process's fake /dev tree under node-<name>: the same node to kgpu.
   auto read_specs = [&] {
     std::map<std::string, std::string> specs;
-    for (const auto& e : std::filesystem::directory_iterator(spec_dir)) specs[e.path().filename()] = read_file(e.path());
+    for (const auto& e : std::filesystem::directory_iterator(spec_dir)) {
+      std::string text = read_file(e.path());
+      for (size_t at; (at = text.find("/node-plugin2/")) != std::string::npos;) text.replace(at, 14, "/node-plugin/");
+      specs[e.path().filename()] = text;
+    }
     return specs;
   };
   // Labels other than the time stamp of the writer's start.
@@ -221,8 +232,10 @@ TEST_F(ChaosE2E, KillNineMidStreamThenRestartIsConsistent) {
   const auto label_text = stable_labels();
 
   std::atomic<bool> done{false};
+  auto streaming = [](const sim::Snapshot& s) { return s.find(kGpu) && s.find(kGpu)->connected; };
   std::thread allocator([&] {
-    for (size_t i = 0; !done; ++i) (void)sim->allocate(kGpu, {ids[i % ids.size()]});
+    for (size_t i = 0; !done; ++i)
+      if (sim->wait_for(streaming, 100ms)) (void)sim->allocate(kGpu, {ids[i % ids.size()]});
   });
   plugin->signal(SIGKILL);
   ASSERT_TRUE(plugin->wait_exit(10s).has_value());
@@ -233,7 +246,13 @@ TEST_F(ChaosE2E, KillNineMidStreamThenRestartIsConsistent) {
   done = true;
   allocator.join();
   EXPECT_EQ(sim->snapshot().find(kGpu)->device_ids(), ids);
-  ASSERT_TRUE(wait_until([&] { return read_specs() == specs; }, 20s)) << diagnostics(*second);
+  auto describe = [](const std::map<std::string, std::string>& m) {
+    std::string out;
+    for (const auto& [name, text] : m) out += name + " (" + std::to_string(text.size()) + " bytes)\n" + text + "\n";
+    return out;
+  };
+  ASSERT_TRUE(wait_until([&] { return read_specs() == specs; }, 20s))
+      << "before:\n" << describe(specs) << "after:\n" << describe(read_specs()) << diagnostics(*second);
   ASSERT_TRUE(wait_until([&] { return stable_labels() == label_text; }, 20s)) << read_file(labels);
   auto edits = sim->allocate(kGpu, {ids[3]});
   ASSERT_TRUE(edits.ok()) << edits.error().message;
@@ -276,6 +295,35 @@ TEST_F(ChaosE2E, SigtermWithStuckListAndWatchReadersExitsWithinOneSecond) {
   std::cout << "[figure] SIGTERM -> exit with stuck ListAndWatch readers (16,008 devices): " << took.count()
             << " ms\n";
   ctx.TryCancel();
+}
+
+// SIGTERM -> exit in each stream state, as figures (health checks off: the health monitor's own
+// stop is measured elsewhere): no kubelet (no streams), the kubelet's streams open and read.
+TEST_F(ChaosE2E, SigtermExitTimesInEveryStreamState) {
+  auto timed_exit = [&](ChildProcess& plugin) {
+    auto t0 = std::chrono::steady_clock::now();
+    plugin.signal(SIGTERM);
+    auto rc = plugin.wait_exit(20s);
+    auto took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
+    EXPECT_EQ(rc, std::optional<int>(0)) << diagnostics(plugin);
+    return took;
+  };
+  PluginOptions options;
+  options.env["DP_DISABLE_HEALTHCHECKS"] = "all";
+  {
+    auto plugin = start(options);
+    ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+    auto took = timed_exit(*plugin);
+    EXPECT_LT(took, 1s);
+    std::cout << "[figure] SIGTERM -> exit, kubelet streams open and read: " << took.count() / 1000.0 << " ms\n";
+  }
+  sim->stop();
+  options.name = "alone";
+  auto alone = start(options);
+  ASSERT_TRUE(wait_until([&] { return path_exists(plugin_dir + "/" + socket_name(kGpu)); }, 20s)) << diagnostics(*alone);
+  auto took = timed_exit(*alone);
+  EXPECT_LT(took, 1s);
+  std::cout << "[figure] SIGTERM -> exit, no streams: " << took.count() / 1000.0 << " ms\n";
 }
 
 }  // namespace
