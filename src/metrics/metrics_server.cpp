@@ -107,6 +107,7 @@ struct MetricsServer::Impl {
   std::string host;
   int port = 0;
   std::list<Connection> connections;
+  Clock::time_point listener_paused_until{};  // out of file descriptors: retry accepting then
 
   std::string answer(std::string_view head) {
     auto line = http::parse_request_line(head);
@@ -129,16 +130,28 @@ struct MetricsServer::Impl {
     return out;
   }
 
+  void drop_oldest() {
+    // The oldest connection is the one most likely stalled; a new client (a probe) wins.
+    auto oldest = std::min_element(connections.begin(), connections.end(),
+                                   [](const auto& a, const auto& b) { return a.deadline < b.deadline; });
+    if (oldest != connections.end()) connections.erase(oldest);
+  }
+
   void accept_all() {
     while (true) {
       int fd = ::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;  // EAGAIN: none left (or EMFILE: the next poll retries)
-      if (connections.size() >= kMaxConnections) {
-        // The oldest connection is the one most likely stalled; a new client (a probe) wins.
-        auto oldest = std::min_element(connections.begin(), connections.end(),
-                                       [](const auto& a, const auto& b) { return a.deadline < b.deadline; });
-        connections.erase(oldest);
+      if (fd < 0) {
+        if (errno == EINTR) continue;
+        if ((errno == EMFILE || errno == ENFILE) && !connections.empty()) {
+          drop_oldest();  // frees a descriptor for the waiting client
+          continue;
+        }
+        // Out of descriptors with none of ours to give back: leave the listener alone for a
+        // moment rather than spin on a readable socket we cannot accept from.
+        if (errno == EMFILE || errno == ENFILE) listener_paused_until = Clock::now() + std::chrono::milliseconds(100);
+        return;  // EAGAIN: none left
       }
+      if (connections.size() >= kMaxConnections) drop_oldest();
       connections.push_back(Connection{UniqueFd(fd), Clock::now() + kRequestDeadline, {}, {}, 0, false, false});
     }
   }
@@ -190,10 +203,13 @@ struct MetricsServer::Impl {
     std::vector<pollfd> fds;
     std::vector<std::list<Connection>::iterator> order;
     while (true) {
-      fds.assign({{wake.get(), POLLIN, 0}, {listener.get(), POLLIN, 0}});
-      order.clear();
       auto now = Clock::now();
+      const bool paused = now < listener_paused_until;
+      fds.assign({{wake.get(), POLLIN, 0}, {paused ? -1 : listener.get(), POLLIN, 0}});
+      order.clear();
       int timeout = -1;  // nothing open: sleep until a client or stop()
+      if (paused)
+        timeout = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(listener_paused_until - now).count());
       for (auto it = connections.begin(); it != connections.end(); ++it) {
         short events = (it->answered && !it->draining) ? POLLOUT : POLLIN;
         fds.push_back({it->fd.get(), events, 0});

@@ -257,7 +257,8 @@ TEST_F(DaemonTest, ResourceSocketPathTooLongAtStartUpExitsOne) {
   EXPECT_EQ(sim->snapshot().registrations, 0);
 }
 
-// Captures what the daemon logs (the default logger) while alive.
+// Captures what the daemon logs (the default logger) while alive. Add it before the daemon runs
+// and stop the daemon before it goes: spdlog's sink list is not guarded against concurrent logs.
 class LogCapture {
  public:
   LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
@@ -308,6 +309,8 @@ TEST_F(DaemonTest, KubeletRestartIsLoggedOnce) {
   EXPECT_LE(logs.count("was deleted"), 1u);
   EXPECT_GE(logs.count("kubelet restart seen") + logs.count("was deleted"), 1u);
   EXPECT_EQ(sim->snapshot().find(kGpu)->registrations, 2);
+  daemon->stop();  // before `logs` leaves the logger: nothing may log while its sink is removed
+  runner.join();
 }
 
 // Issue 20 item 6: when the directory watch's queue overflowed, only pending registrations were
