@@ -224,11 +224,11 @@ TEST_F(MetricsServerTest, StalledClientsDelayNeitherAProbeNorStop) {
     auto res = client_->Get("/healthz");
     ASSERT_TRUE(res) << httplib::to_string(res.error());
     EXPECT_EQ(res->status, 200);
-    EXPECT_LT(Clock::now() - t0, 500ms) << "probe " << probe << " waited behind a stalled client";
+    EXPECT_LT(Clock::now() - t0, 1s) << "probe " << probe << " waited behind a stalled client";  // was >= 2 s
   }
   auto t0 = Clock::now();
   server_->stop();
-  EXPECT_LT(Clock::now() - t0, 500ms) << "stop() waited for stalled clients";
+  EXPECT_LT(Clock::now() - t0, 1s) << "stop() waited for stalled clients";
 }
 
 // A client trickling one byte at a time is cut off at the total deadline, not kept forever.
