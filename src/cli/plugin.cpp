@@ -109,15 +109,14 @@ int run_plugin(const PluginArgs& args) {
   if (node_config) node_config->stop();
   labels.on_exit();
   if (metrics_server) metrics_server->stop();
-  if (!health.stop()) {
-    // The event thread is asleep inside nvmlEventSetWait (the normal case: it waits for minutes);
-    // it must not meet NVML's static destructors, so leave without running them. Sockets and the
-    // labels file are already gone.
-    spdlog::debug("health monitor thread still in NVML; exiting without destructors");
-    spdlog::shutdown();
-    std::_Exit(rc);
-  }
-  return rc;
+  if (!health.stop()) spdlog::debug("health monitor thread still in NVML; exiting without destructors");
+  // Everything the node can see is cleaned up: sockets (daemon.run), the labels file. Leave
+  // without running destructors: they would only free memory, while shutting gRPC's runtime down
+  // joins its threads (up to 10 s when its backup poller is parked after a kubelet stopped
+  // reading), and a health thread still asleep in nvmlEventSetWait must not meet NVML's static
+  // destructors. SIGTERM -> exit stays a few milliseconds in every stream state.
+  spdlog::shutdown();
+  std::_Exit(rc);
 }
 
 void setup_plugin(CLI::App& root) {

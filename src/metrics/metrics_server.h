@@ -3,8 +3,13 @@
 //   GET /metrics  Prometheus text format (Metrics::render)
 //   GET /healthz  200 while the process serves HTTP (liveness)
 //   GET /readyz   200 when the readiness predicate holds (every resource registered), else 503
-// Built on cpp-httplib (Debian's libcpp-httplib), so no HTTP parsing lives in kgpu. The server adds
-// two threads (accept + one worker) and no idle timer: it sleeps in accept() until a request arrives.
+// One thread serves every connection with non-blocking sockets and poll(): connections are
+// concurrent, each has a total deadline (accept to last byte, not reset by each byte a slow
+// client trickles), their number is bounded (the oldest is dropped for a new one, so stalled
+// clients cannot lock a probe out), and stop() is immediate whatever the clients do. No idle
+// timer: poll() sleeps without a timeout while no connection is open.
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,11 +36,15 @@ class MetricsServer {
   // is called on every /readyz request from a server thread (a null predicate means always ready).
   static Result<std::unique_ptr<MetricsServer>> start(const std::string& addr, const Metrics& metrics,
                                                        ReadyFn ready);
+
+  static constexpr size_t kMaxConnections = 32;
+  static constexpr size_t kMaxRequestHead = 8192;
+  static constexpr std::chrono::milliseconds kRequestDeadline{2000};
   ~MetricsServer();  // stops
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
-  // Stops accepting, finishes in-flight requests and joins the thread. Idempotent.
+  // Stops at once (open connections are closed) and joins the thread. Idempotent.
   void stop();
   int port() const;  // the bound port (the ephemeral one when started with port 0)
   const std::string& host() const;

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 
+#include <grpc/grpc.h>
 #include <spdlog/spdlog.h>
 
 #include "core/unique_fd.h"
@@ -86,6 +87,12 @@ sigset_t daemon_signals() {
   return set;
 }
 
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 std::string device_summary(const Resource& r) {
   size_t healthy = 0;
   for (const auto& d : r.devices) healthy += d.healthy;
@@ -94,7 +101,19 @@ std::string device_summary(const Resource& r) {
 
 }  // namespace
 
+// Holds gRPC's runtime (its threads and pollers) for the daemon's lifetime. Without it, the last
+// server's destruction (a kubelet restart with one resource re-serves it) shuts the runtime down
+// synchronously, on the event loop: that joins gRPC's executor, which may be parked in a poll of
+// up to 10 s (its backup poller, after a write to a peer that stopped reading).
+struct GrpcRuntime {
+  GrpcRuntime() { grpc_init(); }
+  ~GrpcRuntime() { grpc_shutdown(); }
+  GrpcRuntime(const GrpcRuntime&) = delete;
+  GrpcRuntime& operator=(const GrpcRuntime&) = delete;
+};
+
 struct Daemon::Impl {
+  GrpcRuntime grpc;  // first member: outlives every server
   DaemonOptions options;
   std::string plugin_dir;
 
@@ -112,8 +131,16 @@ struct Daemon::Impl {
   Config config;
   Inventory inventory;
   ResourcePlan plan;
+  // One server per resource of `plan`, always (serving or not): the map and the plan never disagree.
   std::map<std::string, std::unique_ptr<ResourceServer>> servers;
-  std::set<std::string> unregistered;         // resources waiting for a successful Register
+  std::set<std::string> unregistered;         // serving resources waiting for a successful Register
+  // Resources of the plan whose server could not start, with the reason. Retried on the register
+  // timer (with its backoff) unless the reason is permanent (a path too long: only a new config helps).
+  struct Unserved {
+    std::string reason;
+    bool retry = true;
+  };
+  std::map<std::string, Unserved> unserved;
   bool kubelet_reachable = true;              // for logging once per state change
   FileId registered_inode;                     // kubelet.sock inode of our last successful Register
   Backoff register_backoff{std::chrono::milliseconds(20), std::chrono::milliseconds(5000)};
@@ -153,10 +180,13 @@ struct Daemon::Impl {
       state = snapshot;
     }
     for (const auto& name : diff.removed) {
-      servers[name]->stop();
-      servers.erase(name);
+      if (auto it = servers.find(name); it != servers.end()) {
+        it->second->stop();
+        servers.erase(it);
+      }
       if (options.events) options.events->unregistered(name);
       unregistered.erase(name);
+      unserved.erase(name);
       spdlog::info("{}: no longer advertised; endpoint stopped", name);
     }
     std::set<std::string> changed(diff.changed.begin(), diff.changed.end());
@@ -165,18 +195,16 @@ struct Daemon::Impl {
       server->update(snapshot, push);
       if (push) spdlog::info("{}: device list changed: {}", name, device_summary(*new_plan.find(name)));
     }
-    bool ok = true;
     for (const auto& name : diff.added) {
-      auto server = std::make_unique<ResourceServer>(name, plugin_dir, snapshot, options.events);
-      if (auto st = server->start(); !st) {
-        spdlog::error("{}: cannot serve: {}", name, st.error().message);
-        ok = false;
-        continue;
-      }
-      spdlog::info("{}: serving {} on {}", name, device_summary(*new_plan.find(name)), server->socket_path());
-      servers[name] = std::move(server);
-      unregistered.insert(name);
+      auto [it, inserted] =
+          servers.try_emplace(name, std::make_unique<ResourceServer>(name, plugin_dir, snapshot, options.events));
+      if (!inserted) it->second->update(snapshot, true);
+      if (serve(name, *it->second))
+        spdlog::info("{}: serving {} on {}", name, device_summary(*new_plan.find(name)), it->second->socket_path());
     }
+    // A new plan is a new chance for servers that could not start (e.g. after a config fix).
+    for (auto& [name, server] : servers)
+      if (!server->serving() && !diff_added(diff, name)) serve(name, *server);
     config = std::move(new_config);
     inventory = std::move(new_inventory);
     plan = std::move(new_plan);
@@ -184,7 +212,50 @@ struct Daemon::Impl {
     // kubelet need not wait for. Containers use CDI names only at creation, well after this.
     register_pending();
     notify_observers();
-    return ok;
+    return unserved.empty();
+  }
+
+  static bool diff_added(const PlanDiff& diff, const std::string& name) {
+    return std::find(diff.added.begin(), diff.added.end(), name) != diff.added.end();
+  }
+
+  // Starts (or restarts) `server` unless it serves on a socket that still exists. On success the
+  // resource waits for registration; on failure the exact reason is logged (once per new reason)
+  // and kept in `unserved` for the retry timer. Returns whether it serves.
+  bool serve(const std::string& name, ResourceServer& server) {
+    if (server.serving() && socket_exists(server.socket_path())) return true;
+    if (server.serving() && options.events) options.events->unregistered(name);
+    auto st = server.restart();
+    if (!st) {
+      unregistered.erase(name);
+      bool retry = st.error().code != Error::Code::InvalidArgument;
+      auto [it, fresh] = unserved.try_emplace(name, Unserved{st.error().message, retry});
+      if (fresh || it->second.reason != st.error().message) {
+        it->second = Unserved{st.error().message, retry};
+        if (retry)
+          spdlog::error("{}: cannot serve: {}; retrying with backoff up to {} ms", name, st.error().message,
+                        options.register_backoff_max.count());
+        else
+          spdlog::error("{}: cannot serve: {}; not advertised until the configuration changes", name,
+                        st.error().message);
+      }
+      return false;
+    }
+    if (unserved.erase(name) > 0) spdlog::info("{}: serving on {} after earlier failures", name, server.socket_path());
+    unregistered.insert(name);
+    return true;
+  }
+
+  // Re-serves every server that is not serving (retryable) or whose socket vanished. Returns the
+  // resources served again.
+  std::vector<std::string> serve_missing() {
+    std::vector<std::string> served;
+    for (auto& [name, server] : servers) {
+      bool vanished = server->serving() && !socket_exists(server->socket_path());
+      bool retry = !server->serving() && (unserved.count(name) == 0 || unserved.at(name).retry);
+      if ((vanished || retry) && serve(name, *server)) served.push_back(name);
+    }
+    return served;
   }
 
   void notify_observers() {
@@ -199,13 +270,14 @@ struct Daemon::Impl {
   // --- registration ---
 
   void register_pending() {
-    if (unregistered.empty()) return;
+    if (unregistered.empty()) return schedule_retry();
     std::vector<std::string> done;
     Status last = ok_status();
     FileId inode = socket_inode(kubelet_socket());  // before Register: a later recreation must not be missed
     for (const auto& name : unregistered) {
-      auto& server = servers.at(name);
-      if (!server->serving()) continue;
+      auto it = servers.find(name);
+      if (it == servers.end() || !it->second->serving()) continue;
+      auto& server = it->second;
       RegisterRequestInfo info{kubelet_socket(), server->endpoint(), name, true, false};
       auto st = register_with_kubelet(info, options.register_timeout);
       if (options.events) options.events->registration(name, st.ok());
@@ -231,10 +303,21 @@ struct Daemon::Impl {
                      options.register_backoff_max.count());
       }
       kubelet_reachable = false;
-      arm_timer(register_timer.get(), register_backoff.next());
     } else {
       if (!kubelet_reachable) spdlog::info("kubelet reachable again at {}", kubelet_socket());
       kubelet_reachable = true;
+    }
+    schedule_retry();
+  }
+
+  // The register timer runs while anything is pending (a registration, a server to start, the
+  // directory watch to re-create) and is disarmed otherwise: no wake-ups while nothing is pending.
+  void schedule_retry() {
+    bool pending = !unregistered.empty() || !watcher ||
+                   std::any_of(unserved.begin(), unserved.end(), [](const auto& u) { return u.second.retry; });
+    if (pending) {
+      arm_timer(register_timer.get(), register_backoff.next());
+    } else {
       register_backoff.reset();
       disarm_timer(register_timer.get());
     }
@@ -245,38 +328,47 @@ struct Daemon::Impl {
   void on_dir_changes(const DirChanges& changes) {
     if (changes.directory_gone) {
       spdlog::warn("device-plugin directory {} was removed; waiting for the kubelet to recreate it", plugin_dir);
-      // Re-create the watch when it reappears: watch its parent cheaply by retrying registration.
+      // Re-create the watch when it reappears: the register timer retries (with backoff) meanwhile.
       watcher.reset();
-      arm_timer(register_timer.get(), register_backoff.next());
+      schedule_retry();
       return;
     }
-    bool restart_seen = changes.kubelet_socket_created;
-    // Our sockets that no longer exist (the kubelet deletes every socket when it starts).
-    for (auto& [name, server] : servers) {
-      if (socket_exists(server->socket_path())) continue;
-      restart_seen = true;
-      if (options.events) options.events->unregistered(name);
-      if (auto st = server->restart(); !st) {
-        spdlog::error("{}: cannot serve again: {}", name, st.error().message);
-        continue;
-      }
-      unregistered.insert(name);
+    if (changes.overflow) {
+      // Events were lost, possibly the directory's own removal: watch afresh, then re-check
+      // everything the watch stands for (our sockets, kubelet.sock's identity) below.
+      spdlog::warn("inotify queue of {} overflowed; re-checking our sockets and kubelet.sock", plugin_dir);
+      watcher.reset();
+      ensure_watcher();
     }
-    // We may already have registered with this very kubelet.sock (our socket's deletion came
-    // first and the kubelet was up by the time we re-registered): then there is nothing to redo.
-    bool already = changes.kubelet_socket_created && unregistered.empty() && registered_inode.ino != 0 &&
-                   socket_inode(kubelet_socket()) == registered_inode;
-    if (changes.kubelet_socket_created && !already) {
-      spdlog::info("kubelet restart seen ({} created); registering every resource again", kubelet_socket());
+    // Our sockets that no longer exist (the kubelet deletes every socket when it starts).
+    std::vector<std::string> reserved = serve_missing();
+    // A kubelet.sock that is not the one we last registered with is a new kubelet. Compared by
+    // identity, not by the event alone: our socket's deletion may have come first, and we may
+    // already have registered with this very kubelet.sock.
+    bool kubelet_new = false;
+    if (changes.kubelet_socket_created || changes.overflow) {
+      FileId now = socket_inode(kubelet_socket());
+      kubelet_new = now.ino != 0 && !(now == registered_inode);
+    }
+    if (kubelet_new) {
       for (auto& [name, server] : servers) {
+        if (!server->serving() || unregistered.count(name)) continue;
         unregistered.insert(name);
         if (options.events) options.events->unregistered(name);
       }
       register_backoff.reset();
-    } else if (restart_seen) {
-      spdlog::info("kubelet restart seen (our socket was deleted); serving and registering again");
     }
-    if (restart_seen || changes.overflow) register_pending();
+    if (kubelet_new && !reserved.empty())
+      spdlog::info("kubelet restart seen ({} recreated, our sockets deleted); serving again and registering every "
+                   "resource",
+                   kubelet_socket());
+    else if (kubelet_new)
+      spdlog::info("kubelet restart seen ({} recreated); registering every resource again", kubelet_socket());
+    else if (!reserved.empty())
+      spdlog::info("our socket of {} was deleted (a kubelet restart deletes every socket); serving it again and "
+                   "registering",
+                   join(reserved));
+    if (kubelet_new || !reserved.empty() || changes.overflow) register_pending();
   }
 
   void ensure_watcher() {
@@ -293,15 +385,15 @@ struct Daemon::Impl {
 
   // --- discovery and reload ---
 
-  void rediscover(const Config& cfg, const char* why) {
+  // Returns apply()'s verdict: false when a resource of the new plan cannot be served.
+  bool rediscover(const Config& cfg, const char* why) {
     auto inv = options.discover(cfg);
     if (!inv) {
       auto delay = discovery_backoff.next();
       spdlog::error("discovery failed ({}): {}; retrying in {} ms", why, inv.error().message, delay.count());
       discovery_failed = true;
       arm_timer(discovery_timer.get(), delay);
-      apply(cfg, inventory);  // a new config still takes effect on the devices we know
-      return;
+      return apply(cfg, inventory);  // a new config still takes effect on the devices we know
     }
     if (discovery_failed) spdlog::info("discovery succeeded after earlier failures: {} GPUs", inv->gpus.size());
     discovery_failed = false;
@@ -311,7 +403,7 @@ struct Daemon::Impl {
     if (inv->gpus.size() != inventory.gpus.size())
       spdlog::info("device count changed: {} -> {} GPUs", inventory.gpus.size(), inv->gpus.size());
     // A re-discovery must not resurrect devices the health monitor took away (see carry_over_health).
-    apply(cfg, carry_over_health(inventory, std::move(*inv)));
+    return apply(cfg, carry_over_health(inventory, std::move(*inv)));
   }
 
   void reload() {
@@ -325,13 +417,20 @@ struct Daemon::Impl {
         return;
       }
       next = std::move(*loaded);
-      spdlog::info("reload: configuration loaded");
       if (options.events) options.events->config_reloaded(true);
     }
     if (next.config_file != config.config_file) watch_config_file(next.config_file);
     if (plugin_dir_of(next.kubelet_socket) != plugin_dir)
       spdlog::warn("reload: a new kubelet socket directory takes effect only after a restart");
-    rediscover(next, "reload");
+    // Say what took effect only once it has: a resource whose server cannot start is not "loaded".
+    if (rediscover(next, "reload")) {
+      spdlog::info("reload: configuration applied; serving {} resource(s)", servers.size());
+    } else {
+      std::vector<std::string> names;
+      for (const auto& [name, u] : unserved) names.push_back(name + " (" + u.reason + ")");
+      spdlog::error("reload: configuration applied, but {} of {} resource(s) cannot be served: {}", unserved.size(),
+                    servers.size(), join(names));
+    }
   }
 
   // Follows the config file (which a per-node label may switch) for changes.
@@ -387,7 +486,12 @@ struct Daemon::Impl {
       spdlog::info("discovered {} GPUs (driver {})", inv->gpus.size(),
                    inv->driver_version.empty() ? "unknown" : inv->driver_version);
     }
-    if (!apply(cfg, std::move(*inv))) return 1;
+    // A server that cannot start for now (its folder missing, something in its socket's place) is
+    // retried while the rest serve; one that never can with this config (a path too long) is a
+    // config error, and start-up fails on config errors.
+    if (!apply(cfg, std::move(*inv)) &&
+        std::any_of(unserved.begin(), unserved.end(), [](const auto& u) { return !u.second.retry; }))
+      return 1;
     if (plan.resources.empty()) spdlog::info("no resources to advertise");
     return 0;
   }
@@ -436,9 +540,8 @@ struct Daemon::Impl {
       if (fds[2].revents & POLLIN) {
         drain(register_timer.get());
         ensure_watcher();
-        // After a missed event (or none at all) re-serve anything whose socket vanished.
-        for (auto& [name, server] : servers)
-          if (!socket_exists(server->socket_path()) && server->restart()) unregistered.insert(name);
+        // Servers that could not start, and (after a missed event, or none at all) sockets that vanished.
+        serve_missing();
         register_pending();
       }
       if (fds[3].revents & POLLIN) {

@@ -7,7 +7,9 @@
 // Every state change (health event, SIGHUP reload, rediscovery) goes through the loop thread and
 // ends in apply(): a new plan is diffed against the old one; unchanged resources keep their
 // endpoint, changed ones push ListAndWatch, removed ones stop (socket removed), added ones start
-// and register. Observers (labels, CDI, metrics) are called after each applied plan.
+// and register. Every resource of the plan has a server, serving or not: one that cannot start
+// (its socket's place taken, the directory missing) is logged with the reason and retried on the
+// registration timer's backoff. Observers (labels, CDI, metrics) are called after each applied plan.
 #include <chrono>
 #include <functional>
 #include <memory>

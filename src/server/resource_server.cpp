@@ -19,6 +19,7 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "plan/allocate.h"
 #include "server/edits_proto.h"
+#include "server/socket_staging.h"
 #include "server/watch_hub.h"
 
 namespace kgpu::server {
@@ -28,15 +29,6 @@ std::string socket_file_name(const std::string& resource) {
   for (char& c : s)
     if (c == '/') c = '-';
   return "kgpu-" + s + ".sock";
-}
-
-Status check_socket_path(const std::string& path) {
-  constexpr size_t max_len = sizeof(sockaddr_un::sun_path) - 1;  // room for the terminating NUL
-  if (path.size() > max_len)
-    return Error::invalid("socket path " + path + " is " + std::to_string(path.size()) +
-                          " bytes long; a unix socket path may be at most " + std::to_string(max_len) +
-                          " bytes: choose a shorter --kubelet-socket directory");
-  return ok_status();
 }
 
 std::shared_ptr<const v1beta1::ListAndWatchResponse> device_list(const ResourcePlan& plan,
@@ -88,7 +80,7 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
     return reactor;
   }
 
-  grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* ListAndWatch(grpc::CallbackServerContext*,
+  grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* ListAndWatch(grpc::CallbackServerContext* ctx,
                                                                          const v1beta1::Empty*) override {
     std::shared_ptr<WatchHub> hub;
     {
@@ -96,7 +88,7 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
       hub = hub_;
     }
     spdlog::debug("ListAndWatch opened for {}", resource_);
-    return hub->open();
+    return hub->open(ctx);
   }
 
   grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx, const v1beta1::AllocateRequest* req,
@@ -194,40 +186,60 @@ ResourceServer::ResourceServer(std::string resource, std::string plugin_dir, Sta
 
 ResourceServer::~ResourceServer() { stop(); }
 
+namespace {
+
+// Stops at once, whatever the kubelet does: ends the hub's streams (OK, or cancelled when a write
+// is in flight), cuts the connections (a peer that stopped reading its socket otherwise holds a
+// write, and gRPC's Shutdown with it, forever), then shuts the server down without waiting for
+// calls to finish on their own. The kubelet treats a stream that ends either way alike.
+void shut_down(grpc::Server& server, WatchHub& hub, const std::string& bound_path) {
+  hub.close_all();
+  shut_down_connections(bound_path);
+  server.Shutdown(std::chrono::system_clock::now());
+  server.Wait();
+}
+
+}  // namespace
+
 Status ResourceServer::start() {
   std::lock_guard lock(mu_);
   if (server_) return ok_status();
   std::string path = socket_path();
   if (auto st = check_socket_path(path); !st) return st;
-  ::unlink(path.c_str());  // a stale socket from an earlier run
+  auto staging = SocketStaging::create(plugin_dir_);
+  if (!staging) return Error{staging.error().code, resource_ + ": " + staging.error().message};
   // A fresh hub per serving period: close_all() of the previous one ended its streams for good.
-  hub_ = std::make_shared<WatchHub>(device_list(service_->state()->plan, resource_));
-  service_->set_hub(hub_);
+  auto hub = std::make_shared<WatchHub>(device_list(service_->state()->plan, resource_));
+  service_->set_hub(hub);
   grpc::ServerBuilder builder;
   int bound = 0;
-  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials(), &bound);
+  builder.AddListeningPort("unix:" + staging->bind_path(), grpc::InsecureServerCredentials(), &bound);
   builder.RegisterService(service_.get());
-  server_ = builder.BuildAndStart();
-  if (!server_) return Error::unavailable("cannot serve " + resource_ + " on " + path);
-  // Only the kubelet (root) may talk to us; gRPC creates the socket with the umask's mode.
-  if (::chmod(path.c_str(), 0600) != 0)
-    spdlog::warn("cannot set mode 0600 on {}: {}", path, std::strerror(errno));
+  auto server = builder.BuildAndStart();
+  if (!server || bound == 0)
+    return Error::unavailable(resource_ + ": gRPC cannot listen on " + staging->bind_path() + " (see gRPC's log)");
+  if (auto st = staging->publish(path); !st) {
+    shut_down(*server, *hub, staging->bind_path());
+    return Error{st.error().code, resource_ + ": " + st.error().message};
+  }
+  hub_ = std::move(hub);
+  server_ = std::move(server);
+  bound_path_ = staging->bind_path();
   return ok_status();
 }
 
 void ResourceServer::stop() {
   std::unique_ptr<grpc::Server> server;
   std::shared_ptr<WatchHub> hub;
+  std::string bound_path;
   {
     std::lock_guard lock(mu_);
     server = std::move(server_);
     hub = hub_;
+    bound_path = bound_path_;
   }
   if (!server) return;
-  // Finish streams first so Shutdown need not wait for them; then cut anything left.
-  if (hub) hub->close_all();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
-  server->Wait();
+  shut_down(*server, *hub, bound_path);
   server.reset();
   std::string path = socket_path();
   ::unlink(path.c_str());

@@ -12,6 +12,7 @@
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "server/server_events.h"
 #include "server/serving_state.h"
+#include "server/socket_staging.h"  // check_socket_path
 
 namespace grpc {
 class Server;
@@ -24,8 +25,6 @@ class DevicePluginService;
 
 // "nvidia.com/gpu" -> "kgpu-nvidia.com-gpu.sock".
 std::string socket_file_name(const std::string& resource);
-// Error (InvalidArgument) when `path` does not fit in sockaddr_un::sun_path.
-Status check_socket_path(const std::string& path);
 
 // The ListAndWatch message for one resource of a plan (empty list if the plan lacks it).
 std::shared_ptr<const v1beta1::ListAndWatchResponse> device_list(const ResourcePlan& plan, const std::string& resource);
@@ -70,7 +69,8 @@ class ResourceServer {
   std::shared_ptr<WatchHub> hub_;
   std::shared_ptr<DevicePluginService> service_;  // holds the snapshot; lives across restarts
   std::unique_ptr<grpc::Server> server_;
-  mutable std::mutex mu_;  // guards server_
+  std::string bound_path_;  // where gRPC bound the socket (before it was moved into place)
+  mutable std::mutex mu_;  // guards server_, hub_, bound_path_
 };
 
 }  // namespace kgpu::server

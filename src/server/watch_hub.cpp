@@ -9,7 +9,7 @@ namespace kgpu::server {
 // inline from StartWrite/Finish, so no lock of ours is ever held across those calls.
 class WatchReactor final : public grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse> {
  public:
-  explicit WatchReactor(std::weak_ptr<WatchHub> hub) : hub_(std::move(hub)) {}
+  WatchReactor(std::weak_ptr<WatchHub> hub, grpc::CallbackServerContext* ctx) : hub_(std::move(hub)), ctx_(ctx) {}
 
   void push(DeviceList list) {
     const v1beta1::ListAndWatchResponse* to_write = nullptr;
@@ -25,19 +25,26 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1beta1::ListAndWatch
     StartWrite(to_write);
   }
 
-  // Ends the stream with OK, after the write in flight (if any) completes.
-  void finish() {
-    bool now = false;
+  // Ends the stream with OK, after the write in flight (if any) completes. With `cut`, a write
+  // still in flight is cancelled rather than waited for: a reader that stopped reading (its
+  // socket or HTTP/2 window full) would otherwise hold that write, and the server's shutdown
+  // with it, forever.
+  void finish(bool cut = false) {
+    bool now = false, cancel = false;
     {
       std::lock_guard lock(mu_);
-      if (finish_state_ != FinishState::None) return;
-      finish_state_ = FinishState::Requested;
+      if (finish_state_ == FinishState::Sent) return;
+      if (finish_state_ == FinishState::None) finish_state_ = FinishState::Requested;
       if (!writing_) {
         finish_state_ = FinishState::Sent;
         now = true;
+      } else if (cut && ctx_ && !cancelled_) {
+        cancelled_ = true;
+        cancel = true;
       }
     }
     if (now) Finish(grpc::Status::OK);
+    if (cancel) ctx_->TryCancel();  // the write completes (not ok) at once; OnWriteDone then finishes
   }
 
   void OnWriteDone(bool ok) override {
@@ -71,8 +78,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1beta1::ListAndWatch
  private:
   enum class FinishState { None, Requested, Sent };
   std::weak_ptr<WatchHub> hub_;
+  grpc::CallbackServerContext* ctx_;  // gRPC's, valid until OnDone
   std::mutex mu_;
   bool writing_ = false;
+  bool cancelled_ = false;
   FinishState finish_state_ = FinishState::None;
   DeviceList inflight_;  // kept alive until OnWriteDone: gRPC reads it asynchronously
   DeviceList pending_;
@@ -80,8 +89,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1beta1::ListAndWatch
 
 WatchHub::WatchHub(DeviceList initial) : latest_(std::move(initial)) {}
 
-grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* WatchHub::open() {
-  auto reactor = std::make_shared<WatchReactor>(weak_from_this());
+grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* WatchHub::open(grpc::CallbackServerContext* ctx) {
+  auto reactor = std::make_shared<WatchReactor>(weak_from_this(), ctx);
   DeviceList first;
   bool closed = false;
   {
@@ -120,7 +129,7 @@ void WatchHub::close_all() {
     closed_ = true;
     targets = reactors_;
   }
-  for (auto& r : targets) r->finish();
+  for (auto& r : targets) r->finish(/*cut=*/true);
 }
 
 void WatchHub::remove(const WatchReactor* reactor) {

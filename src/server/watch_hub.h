@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/server_callback.h>
 
 #include "deviceplugin/v1beta1/api.pb.h"
@@ -21,11 +22,13 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
  public:
   explicit WatchHub(DeviceList initial);
 
-  // Creates the reactor for a new ListAndWatch call; it starts writing the current list.
-  grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* open();
+  // Creates the reactor for a new ListAndWatch call (`ctx`: its context, null in tests); it starts
+  // writing the current list.
+  grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* open(grpc::CallbackServerContext* ctx);
   // Sends `list` to every open stream (and to streams opened later). Never blocks on the network.
   void publish(DeviceList list);
-  // Ends every open stream with OK (server stopping). New opens are finished at once.
+  // Ends every open stream (server stopping): with OK, or cancelled when a write to it is still in
+  // flight (a reader that stopped reading). Never waits. New opens are finished at once.
   void close_all();
   size_t open_streams() const;
   DeviceList latest() const;

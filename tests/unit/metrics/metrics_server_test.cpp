@@ -5,9 +5,17 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
+
+#include "metrics/http_exchange.h"
 
 #include "exposition_parser.h"
 
@@ -163,6 +171,111 @@ TEST(MetricsServer, BadAddressIsInvalidArgument) {
   auto s = MetricsServer::start("nonsense", m, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, Error::Code::InvalidArgument);
+}
+
+// ---- issue 13 item 6: slow clients ----
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// A TCP connection to the server that sends `prefix` and then nothing (or trickles).
+class RawClient {
+ public:
+  RawClient(int port, const std::string& prefix) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                 (prefix.empty() || ::send(fd_, prefix.data(), prefix.size(), MSG_NOSIGNAL) > 0);
+  }
+  ~RawClient() { ::close(fd_); }
+  bool connected() const { return connected_; }
+  bool send_byte() { return ::send(fd_, "x", 1, MSG_NOSIGNAL) == 1; }
+  // True once the server closed the connection (recv returns 0 or an error), waiting up to `timeout`.
+  bool closed_by_server(std::chrono::milliseconds timeout) {
+    timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[256];
+    while (true) {
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n == 0) return true;
+      if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+// Before: one worker, whose read timeout restarted with each byte; a client that connected and
+// sent half a request held it, and every probe waited behind it (a liveness probe timed out).
+TEST_F(MetricsServerTest, StalledClientsDelayNeitherAProbeNorStop) {
+  start(nullptr);
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (int i = 0; i < 4; ++i) {
+    stalled.push_back(std::make_unique<RawClient>(server_->port(), i % 2 ? "GET /metr" : ""));
+    ASSERT_TRUE(stalled.back()->connected());
+  }
+  for (int probe = 0; probe < 5; ++probe) {
+    auto t0 = Clock::now();
+    auto res = client_->Get("/healthz");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    EXPECT_LT(Clock::now() - t0, 1s) << "probe " << probe << " waited behind a stalled client";  // was >= 2 s
+  }
+  auto t0 = Clock::now();
+  server_->stop();
+  EXPECT_LT(Clock::now() - t0, 1s) << "stop() waited for stalled clients";
+}
+
+// A client trickling one byte at a time is cut off at the total deadline, not kept forever.
+TEST_F(MetricsServerTest, TricklingClientIsCutOffAtTheRequestDeadline) {
+  start(nullptr);
+  RawClient slow(server_->port(), "G");
+  ASSERT_TRUE(slow.connected());
+  auto t0 = Clock::now();
+  bool closed = false;
+  // Pacing the client (not synchronisation): a byte every 100 ms, far below any read timeout.
+  while (!closed && Clock::now() - t0 < MetricsServer::kRequestDeadline + 3s) {
+    slow.send_byte();
+    closed = slow.closed_by_server(100ms);
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_LT(Clock::now() - t0, MetricsServer::kRequestDeadline + 1s);
+}
+
+// More stalled connections than the bound: the oldest are dropped, probes still get through.
+TEST_F(MetricsServerTest, ConnectionsAreBoundedAndNewestWin) {
+  start(nullptr);
+  std::vector<std::unique_ptr<RawClient>> stalled;
+  for (size_t i = 0; i < 3 * MetricsServer::kMaxConnections; ++i)
+    stalled.push_back(std::make_unique<RawClient>(server_->port(), "GET / HTTP/1.1\r\n"));
+  auto res = client_->Get("/readyz");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_TRUE(stalled.front()->closed_by_server(2s)) << "the oldest connection should have been dropped";
+}
+
+TEST_F(MetricsServerTest, OversizedRequestHeadIs431) {
+  start(nullptr);
+  httplib::Headers big{{"X-Big", std::string(MetricsServer::kMaxRequestHead, 'a')}};
+  auto res = client_->Get("/healthz", big);
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 431);
+}
+
+TEST(HttpExchange, RequestLines) {
+  auto ok = http::parse_request_line("GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\n\r\n");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->method, "GET");
+  EXPECT_EQ(ok->path, "/metrics");
+  for (const char* bad : {"", "GET", "GET /x", "GET  HTTP/1.1", "GET x HTTP/1.1", "GET /x SPDY/3", " /x HTTP/1.1"})
+    EXPECT_FALSE(http::parse_request_line(bad).ok()) << bad;
+  EXPECT_EQ(http::head_length("GET / HTTP/1.1\r\n\r\nbody"), 18u);
+  EXPECT_FALSE(http::head_length("GET / HTTP/1.1\r\n").has_value());
 }
 
 }  // namespace

@@ -6,8 +6,15 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <latch>
+#include <mutex>
+#include <sstream>
 #include <thread>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "server/daemon.h"
 #include "server/kubelet_sim.h"
@@ -181,6 +188,168 @@ TEST_F(DaemonTest, StopRemovesSocketsAndReturnsZero) {
   EXPECT_EQ(exit_code.load(), 0);
   EXPECT_FALSE(std::filesystem::exists(dir + "/kgpu-nvidia.com-gpu.sock"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/kubelet.sock"));
+}
+
+// A plan filter that renames the GPU resource while `renamed` is set: a reload then adds a resource
+// (and removes nvidia.com/gpu) without needing a sharing config.
+const std::string kOther = "example.com/other";
+ResourcePlan rename_gpu(ResourcePlan plan) {
+  for (auto& r : plan.resources)
+    if (r.name == kGpu) r.name = kOther;
+  return plan;
+}
+
+bool plan_has(const StatePtr& s, const std::string& name) { return s && s->plan.find(name) != nullptr; }
+
+// Issue 13 item 2: a reload added a resource whose server could not bind (a directory in its
+// socket's place); the daemon used to commit the plan without a server, and the next reload that
+// removed the resource dereferenced the missing server (SIGSEGV).
+TEST_F(DaemonTest, ReloadRemovingAResourceWhoseServerNeverStartedDoesNotCrash) {
+  std::atomic<bool> renamed{false};
+  options.plan_filter = [&](const Config&, ResourcePlan plan) { return renamed ? rename_gpu(std::move(plan)) : plan; };
+  const std::string blocked = dir + "/kgpu-example.com-other.sock";
+  ASSERT_TRUE(std::filesystem::create_directory(blocked));
+  ASSERT_TRUE(sim->start().ok());
+  run_daemon();
+  ASSERT_TRUE(wait_healthy(2));
+
+  renamed = true;
+  daemon->request_reload();
+  ASSERT_TRUE(eventually([&] { return plan_has(daemon->state(), kOther); }, 10s));
+  renamed = false;
+  daemon->request_reload();
+  ASSERT_TRUE(eventually([&] { return plan_has(daemon->state(), kGpu) && !plan_has(daemon->state(), kOther); }, 10s));
+  // Still alive and serving: nvidia.com/gpu is back, registered a second time.
+  ASSERT_TRUE(wait_healthy(2, 2));
+  EXPECT_TRUE(sim->allocate(kGpu, {"GPU-0"}).ok());
+  EXPECT_TRUE(std::filesystem::is_directory(blocked));  // not ours: left alone
+}
+
+// ... and such a resource is retried (on the register timer's backoff) and served and registered
+// once the obstacle is gone.
+TEST_F(DaemonTest, ResourceWhoseServerCannotStartIsRetriedUntilItServes) {
+  options.plan_filter = [&](const Config&, ResourcePlan plan) { return rename_gpu(std::move(plan)); };
+  const std::string blocked = dir + "/kgpu-example.com-other.sock";
+  ASSERT_TRUE(std::filesystem::create_directory(blocked));
+  ASSERT_TRUE(sim->start().ok());
+  run_daemon();  // a transient failure at start-up keeps the daemon up
+  ASSERT_TRUE(eventually([&] { return plan_has(daemon->state(), kOther); }, 10s));
+  EXPECT_EQ(sim->snapshot().registrations, 0);
+  std::filesystem::remove(blocked);
+  ASSERT_TRUE(sim->wait_for(
+      [&](const sim::Snapshot& s) {
+        const auto* r = s.find(kOther);
+        return r && r->connected && r->healthy_count() == 2;
+      },
+      10s));
+  EXPECT_TRUE(std::filesystem::is_socket(dir + "/kgpu-example.com-other.sock"));
+}
+
+// A resource socket path that can never fit is a config error at start-up: exit 1, nothing left behind.
+TEST_F(DaemonTest, ResourceSocketPathTooLongAtStartUpExitsOne) {
+  options.plan_filter = [&](const Config&, ResourcePlan plan) {
+    for (auto& r : plan.resources) r.name = "example.com/" + std::string(120, 'x');
+    return plan;
+  };
+  ASSERT_TRUE(sim->start().ok());
+  Daemon d(options);
+  EXPECT_EQ(d.run(), 1);
+  EXPECT_EQ(sim->snapshot().registrations, 0);
+}
+
+// Captures what the daemon logs (the default logger) while alive. Add it before the daemon runs
+// and stop the daemon before it goes: spdlog's sink list is not guarded against concurrent logs.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~LogCapture() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  size_t count(const std::string& needle) {
+    std::lock_guard lock(mu_);
+    sink_->flush();
+    std::string text = out_.str();
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  std::mutex mu_;
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+// Runs an empty task on the daemon's loop and waits for it: every event queued before this call
+// (inotify included: the loop reads the directory watch before posted work) has been handled.
+void round_trip(Daemon& daemon) {
+  std::latch done(1);
+  daemon.update_inventory([&](const Inventory& inv) {
+    done.count_down();
+    return inv;
+  });
+  done.wait();
+}
+
+// Issue 16 item 5: each kubelet restart was logged twice ("kubelet restart seen (our socket was
+// deleted); serving and registering again" a second time, when kubelet.sock's creation arrived
+// after we had already registered with it). Each thing that happened is logged once.
+TEST_F(DaemonTest, KubeletRestartIsLoggedOnce) {
+  LogCapture logs;
+  ASSERT_TRUE(sim->start().ok());
+  run_daemon();
+  ASSERT_TRUE(wait_healthy(2));
+  ASSERT_TRUE(sim->restart().ok());
+  ASSERT_TRUE(wait_healthy(2, 2));
+  round_trip(*daemon);
+  EXPECT_LE(logs.count("kubelet restart seen"), 1u);
+  EXPECT_LE(logs.count("was deleted"), 1u);
+  EXPECT_GE(logs.count("kubelet restart seen") + logs.count("was deleted"), 1u);
+  EXPECT_EQ(sim->snapshot().find(kGpu)->registrations, 2);
+  daemon->stop();  // before `logs` leaves the logger: nothing may log while its sink is removed
+  runner.join();
+}
+
+// Issue 20 item 6: when the directory watch's queue overflowed, only pending registrations were
+// retried, so a kubelet restart hidden in the lost events (kubelet.sock recreated) never got a
+// registration. Now an overflow re-checks kubelet.sock's identity and our sockets.
+TEST_F(DaemonTest, KubeletRestartLostInAnInotifyOverflowIsStillSeen) {
+  ASSERT_TRUE(sim->start().ok());
+  run_daemon();
+  ASSERT_TRUE(wait_healthy(2));
+  size_t max_events = 16384;
+  std::ifstream("/proc/sys/fs/inotify/max_queued_events") >> max_events;
+  ASSERT_LT(max_events, 1000000u) << "cannot overflow this host's inotify queue in a test";
+
+  // Hold the loop so the watch's queue fills up, then restart the kubelet without touching our
+  // socket (its events are lost in the overflow).
+  std::latch release(1), held(1);
+  daemon->update_inventory([&](const Inventory& inv) {
+    held.count_down();
+    release.wait();
+    return inv;
+  });
+  held.wait();
+  const std::string flood = dir + "/flood";
+  for (size_t i = 0; i < max_events / 2 + 100; ++i) {
+    std::ofstream(flood) << "";
+    std::filesystem::remove(flood);
+  }
+  sim->stop();
+  ASSERT_TRUE(sim->start().ok());
+  release.count_down();
+  ASSERT_TRUE(sim->wait_for(
+      [&](const sim::Snapshot& s) {
+        const auto* r = s.find(kGpu);
+        return r && r->registrations >= 2 && r->connected;
+      },
+      10s));
+  // The watch works again after the overflow: a plain kubelet restart is still seen.
+  ASSERT_TRUE(sim->restart().ok());
+  ASSERT_TRUE(wait_healthy(2, 3));
 }
 
 }  // namespace
