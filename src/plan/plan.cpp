@@ -23,7 +23,7 @@ void add_other_vendors(const Config& config, const Inventory& inventory, planner
                          " is not advertised: " + why + ".");
       continue;
     }
-    planner::add_device(resources, *name, g.vendor, planner::gpu_device(config, inventory, i));
+    planner::add_device(resources, *name, g.vendor, planner::gpu_device(inventory, i));
   }
 }
 

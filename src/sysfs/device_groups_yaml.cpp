@@ -3,10 +3,22 @@
 #include <set>
 #include <string>
 
+#include "config/config.h"  // kMaxReplicas
+
 namespace kgpu {
 namespace {
 
-std::string at(const YAML::Node& n) { return " (line " + std::to_string(n.Mark().line + 1) + ")"; }
+std::string at(const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  if (m.is_null() || m.line < 0) return "";
+  return " (line " + std::to_string(m.line + 1) + ", column " + std::to_string(m.column + 1) + ")";
+}
+
+// A mapping key as text. YAML allows lists and maps as keys (`{[a]: 1}`); ours never are.
+Result<std::string> key_text(const YAML::Node& key, const std::string& where) {
+  if (!key.IsScalar()) return Error::invalid("a key in " + where + " must be text" + at(key));
+  return key.Scalar();
+}
 
 Result<std::string> scalar(const YAML::Node& n, const std::string& what) {
   if (!n.IsScalar()) return Error::invalid(what + " must be a string" + at(n));
@@ -37,8 +49,9 @@ Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
                                               "permissions", "mounts", "env", "sysfs"};
   GenericDeviceGroup g;
   for (const auto& kv : n) {
-    const std::string key = kv.first.as<std::string>();
-    if (!known.count(key)) return Error::invalid("deviceGroups: unknown key \"" + key + "\"" + at(kv.first));
+    auto key = key_text(kv.first, "a deviceGroups entry");
+    if (!key) return key.error();
+    if (!known.count(*key)) return Error::invalid("deviceGroups: unknown key \"" + *key + "\"" + at(kv.first));
   }
   if (!n["resource"]) return Error::invalid("deviceGroups entry has no \"resource\"" + at(n));
   auto res = scalar(n["resource"], "resource");
@@ -58,8 +71,9 @@ Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
   }
   if (n["replicas"]) {
     int r = 0;
-    if (!n["replicas"].IsScalar() || !YAML::convert<int>::decode(n["replicas"], r) || r < 1)
-      return Error::invalid("replicas must be an integer >= 1" + at(n["replicas"]));
+    if (!n["replicas"].IsScalar() || !YAML::convert<int>::decode(n["replicas"], r) || r < 1 || r > kMaxReplicas)
+      return Error::invalid("replicas must be an integer from 1 to " + std::to_string(kMaxReplicas) +
+                            at(n["replicas"]));
     g.replicas = r;
   }
   if (n["permissions"]) {
@@ -101,9 +115,11 @@ Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
   if (n["env"]) {
     if (!n["env"].IsMap()) return Error::invalid("env must be a map of NAME: value" + at(n["env"]));
     for (const auto& kv : n["env"]) {
+      auto name = key_text(kv.first, "env");
+      if (!name) return name.error();
       auto v = scalar(kv.second, "env value");
       if (!v) return v.error();
-      g.env[kv.first.as<std::string>()] = *v;
+      g.env[*name] = *v;
     }
   }
   return g;
