@@ -1,5 +1,6 @@
 #include "sysfs/device_groups_yaml.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -12,6 +13,20 @@ std::string at(const YAML::Node& n) {
   const YAML::Mark m = n.Mark();
   if (m.is_null() || m.line < 0) return "";
   return " (line " + std::to_string(m.line + 1) + ", column " + std::to_string(m.column + 1) + ")";
+}
+
+// Every key of `n` must be text and one of `known` ("(valid: a, b)" names them otherwise).
+Status only_known_keys(const YAML::Node& n, const std::vector<std::string>& known, const std::string& where) {
+  for (const auto& kv : n) {
+    if (!kv.first.IsScalar()) return Error::invalid("a key in " + where + " must be text" + at(kv.first));
+    const std::string key = kv.first.Scalar();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string valid;
+      for (const auto& k : known) valid += (valid.empty() ? "" : ", ") + k;
+      return Error::invalid(where + ": unknown key \"" + key + "\" (valid: " + valid + ")" + at(kv.first));
+    }
+  }
+  return ok_status();
 }
 
 // A mapping key as text. YAML allows lists and maps as keys (`{[a]: 1}`); ours never are.
@@ -45,14 +60,10 @@ bool valid_resource(const std::string& r) {
 
 Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
   if (!n.IsMap()) return Error::invalid("deviceGroups entry must be a map" + at(n));
-  static const std::set<std::string> known = {"resource", "devices", "sharedDevices", "replicas",
-                                              "permissions", "mounts", "env", "sysfs"};
+  static const std::vector<std::string> known = {"resource", "devices", "sharedDevices", "replicas",
+                                                 "permissions", "mounts", "env", "sysfs"};
   GenericDeviceGroup g;
-  for (const auto& kv : n) {
-    auto key = key_text(kv.first, "a deviceGroups entry");
-    if (!key) return key.error();
-    if (!known.count(*key)) return Error::invalid("deviceGroups: unknown key \"" + *key + "\"" + at(kv.first));
-  }
+  if (auto keys = only_known_keys(n, known, "deviceGroups"); !keys) return keys.error();
   if (!n["resource"]) return Error::invalid("deviceGroups entry has no \"resource\"" + at(n));
   auto res = scalar(n["resource"], "resource");
   if (!res) return res.error();
@@ -88,6 +99,8 @@ Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
     for (const auto& m : n["mounts"]) {
       if (!m.IsMap() || !m["containerPath"] || !m["hostPath"])
         return Error::invalid("each mount needs containerPath and hostPath" + at(m));
+      if (auto keys = only_known_keys(m, {"containerPath", "hostPath", "readOnly"}, "deviceGroups mounts"); !keys)
+        return keys.error();
       GenericMount gm;
       auto c = scalar(m["containerPath"], "containerPath");
       if (!c) return c.error();
@@ -104,6 +117,7 @@ Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
     if (!n["sysfs"].IsSequence()) return Error::invalid("sysfs must be a list of {path, equals}" + at(n["sysfs"]));
     for (const auto& m : n["sysfs"]) {
       if (!m.IsMap() || !m["path"] || !m["equals"]) return Error::invalid("each sysfs match needs path and equals" + at(m));
+      if (auto keys = only_known_keys(m, {"path", "equals"}, "deviceGroups sysfs"); !keys) return keys.error();
       auto p = scalar(m["path"], "sysfs path");
       if (!p) return p.error();
       auto e = scalar(m["equals"], "sysfs equals");
