@@ -97,22 +97,23 @@ std::optional<ReplicatedResource> parse_resource(const YAML::Node& node, const s
       (key == "name" ? r.name : r.rename) = *normalised;
       if (key == "name") name_node.emplace(value);
     } else if (key == "replicas") {
-      auto n = value.IsScalar() ? parse_uint(value.Scalar()) : std::nullopt;
+      const auto n = value.IsScalar() ? parse_uint(value.Scalar()) : std::nullopt;
+      const uint64_t count = n.value_or(0);
       if (value.IsScalar() && value.Scalar().starts_with("-") && parse_uint(value.Scalar().substr(1))) {
         ctx.error(value, "replicas for " + where + " must be at least 1, got " + value.Scalar());
         ok = false;
       } else if (!n) {
         ctx.wrong_type(value, where + ".replicas", "a positive integer");
         ok = false;
-      } else if (*n < 1) {
+      } else if (count < 1) {
         ctx.error(value, "replicas for " + where + " must be at least 1, got " + value.Scalar());
         ok = false;
-      } else if (*n > static_cast<uint64_t>(kMaxReplicas)) {
+      } else if (count > static_cast<uint64_t>(kMaxReplicas)) {
         ctx.error(value, "replicas for " + where + " must be at most " + std::to_string(kMaxReplicas) + ", got " +
                              value.Scalar());
         ok = false;
       } else {
-        r.replicas = static_cast<int>(*n);
+        r.replicas = static_cast<int>(count);
         have_replicas = true;
       }
     } else if (key == "devices") {

@@ -11,7 +11,7 @@ namespace kgpu {
 
 namespace {
 
-void add_other_vendors(const Config& config, const Inventory& inventory, planner::ResourceMap& resources,
+void add_other_vendors(const Inventory& inventory, planner::ResourceMap& resources,
                        std::vector<std::string>& problems) {
   for (size_t i = 0; i < inventory.gpus.size(); ++i) {
     const Gpu& g = inventory.gpus[i];
@@ -45,7 +45,7 @@ ResourcePlan plan(const Config& config, const Inventory& inventory) {
   ResourcePlan out;
   planner::ResourceMap resources;
   planner::add_nvidia_resources(config, inventory, resources, out.problems);
-  add_other_vendors(config, inventory, resources, out.problems);
+  add_other_vendors(inventory, resources, out.problems);
   planner::apply_sharing(config, inventory, resources, out.problems);
   out.resources.reserve(resources.size());
   for (auto& [name, r] : resources) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "plan/device_ids.h"
 #include "plan/message_size.h"
@@ -14,24 +15,40 @@ bool is_number(std::string_view s) {
   return !s.empty() && s.size() < 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// Does the selector item `item` (GPU index "i", MIG index "i:j", GPU-/MIG- UUID or legacy
-// "MIG-GPU-<uuid>/<gi>/<ci>") name the advertised device `d`? A whole-GPU selector also names every
-// MIG device of that GPU in the resource (useful with mig-strategy=single).
-bool selects(std::string_view item, const Inventory& inventory, const AdvertisedDevice& d) {
-  const Gpu& g = inventory.gpus[d.gpu];
-  const MigDevice* m = d.mig ? &g.mig_devices[*d.mig] : nullptr;
-  if (is_number(item)) return std::stoi(std::string(item)) == g.index;
+std::string canonical_index(std::string_view digits) { return std::to_string(std::stoi(std::string(digits))); }
+
+// Every name a selector item may use for the devices of `base` (GPU index "i", MIG index "i:j",
+// GPU-/MIG- UUID, legacy "MIG-GPU-<uuid>/<gi>/<ci>"), mapped to their positions. A whole-GPU name
+// also names every MIG device of that GPU in the resource (useful with mig-strategy=single).
+// Built once per entry, so a long `devices:` list costs O(items + devices), not O(items × devices).
+std::unordered_map<std::string, std::vector<size_t>> selector_names(const Inventory& inventory, const Resource& base) {
+  std::unordered_map<std::string, std::vector<size_t>> names;
+  auto add = [&names](std::string name, size_t i) {
+    auto& positions = names[std::move(name)];
+    if (positions.empty() || positions.back() != i) positions.push_back(i);
+  };
+  for (size_t i = 0; i < base.devices.size(); ++i) {
+    const AdvertisedDevice& d = base.devices[i];
+    const Gpu& g = inventory.gpus[d.gpu];
+    add(std::to_string(g.index), i);
+    if (!g.uuid.empty()) add(g.uuid, i);
+    if (!d.mig) continue;
+    const MigDevice& m = g.mig_devices[*d.mig];
+    add(std::to_string(g.index) + ":" + std::to_string(m.index), i);
+    if (!m.uuid.empty()) add(m.uuid, i);
+    add("MIG-" + g.uuid + "/" + std::to_string(m.gpu_instance_id) + "/" + std::to_string(m.compute_instance_id), i);
+  }
+  return names;
+}
+
+// A selector item in the spelling selector_names() uses: indices without leading zeros ("03:1" -> "3:1").
+std::string canonical_item(std::string_view item) {
+  if (is_number(item)) return canonical_index(item);
   if (const auto colon = item.find(':'); colon != std::string_view::npos) {
     const auto gi = item.substr(0, colon), mi = item.substr(colon + 1);
-    return m && is_number(gi) && is_number(mi) && std::stoi(std::string(gi)) == g.index &&
-           std::stoi(std::string(mi)) == m->index;
+    if (is_number(gi) && is_number(mi)) return canonical_index(gi) + ":" + canonical_index(mi);
   }
-  if (item == g.uuid) return true;
-  if (!m) return false;
-  if (item == m->uuid) return true;
-  const std::string legacy = "MIG-" + g.uuid + "/" + std::to_string(m->gpu_instance_id) + "/" +
-                             std::to_string(m->compute_instance_id);
-  return item == legacy;
+  return std::string(item);
 }
 
 struct Entry {
@@ -122,11 +139,12 @@ std::vector<bool> select(const Entry& e, const Inventory& inventory, const Resou
                          " devices but the node has " + std::to_string(base.devices.size()) + "; sharing all of them.");
     std::fill_n(chosen.begin(), n, true);
   } else {
+    const auto names = selector_names(inventory, base);
     for (const auto& item : std::get<std::vector<std::string>>(sel)) {
-      bool found = false;
-      for (size_t i = 0; i < base.devices.size(); ++i)
-        if (selects(item, inventory, base.devices[i])) chosen[i] = found = true;
-      if (!found)
+      const auto it = names.find(canonical_item(item));
+      if (it != names.end())
+        for (size_t i : it->second) chosen[i] = true;
+      else
         problems.push_back(std::string(e.origin) + " for " + base.name + " names device \"" + item +
                            "\", which is not part of that resource on this node; it is ignored.");
     }

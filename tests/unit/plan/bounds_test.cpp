@@ -70,7 +70,10 @@ TEST(MessageSize, NegativeNumaIdTakesTenBytes) {
 // lets 10,000 through, so the planner must refuse and name the count that fits.
 TEST(ReplicaBound, TooManyReplicasAreRefusedNamingTheLargestCountThatFits) {
   std::vector<Gpu> gpus;
-  for (int i = 0; i < 8; ++i) gpus.push_back(a100(i, i / 4));
+  for (int i = 0; i < 8; ++i) {
+    gpus.push_back(a100(i, i / 4));
+    gpus.back().uuid = "GPU-8f9c2a51-0000-4a5b-9c3d-00000000000" + std::to_string(i);  // real length: 40
+  }
   const Inventory inv = inventory_of(gpus);
   const ResourcePlan refused = plan(time_sliced(kMaxReplicas), inv);
   const Resource* r = refused.find("nvidia.com/gpu");
@@ -94,7 +97,7 @@ TEST(ReplicaBound, TooManyReplicasAreRefusedNamingTheLargestCountThatFits) {
   const ResourcePlan one_more = plan(time_sliced(fits + 1), inv);
   ASSERT_EQ(one_more.problems.size(), 1u);
   EXPECT_THAT(one_more.problems[0], HasSubstr(marker + std::to_string(fits)));
-  EXPECT_GT(fits, 8000);
+  EXPECT_GT(fits, 7000);  // the issue measured about 8,800 (all Healthy, no NUMA)
   EXPECT_LT(fits, 9000);
 }
 
@@ -107,6 +110,26 @@ TEST(ReplicaBound, HugeRequestIsRefusedWithoutBuildingIt) {
   ASSERT_FALSE(p.problems.empty());
   EXPECT_THAT(p.problems[0], HasSubstr("no replica count fits on this node"));
   EXPECT_EQ(p.find("nvidia.com/gpu")->devices.size(), 70000u);
+}
+
+// Issue 13 "Also": long `devices:` lists. Each item is looked up once (O(items + devices)); the
+// result is the same as matching every item against every device.
+TEST(SelectorBound, LongDevicesListSelectsExactlyTheNamedDevices) {
+  std::vector<Gpu> gpus;
+  for (int i = 0; i < 64; ++i) gpus.push_back(a100(i));
+  std::vector<std::string> items;
+  for (int i = 0; i < 40000; ++i) items.push_back("GPU-missing-" + std::to_string(i));
+  items.push_back("007");                 // GPU 7 by index, leading zeros allowed
+  items.push_back(gpus[42].uuid);         // GPU 42 by UUID
+  Config c;
+  c.time_slicing.resources = {replicated("nvidia.com/gpu", 2, select_list(items))};
+  const ResourcePlan p = plan(c, inventory_of(gpus));
+  std::vector<std::string> shared;
+  for (const auto& d : p.find("nvidia.com/gpu")->devices)
+    if (d.replica >= 0) shared.push_back(d.id);
+  EXPECT_EQ(shared, (std::vector<std::string>{"GPU-a100-0007::0", "GPU-a100-0007::1", "GPU-a100-00042::0",
+                                              "GPU-a100-00042::1"}));
+  EXPECT_EQ(p.problems.size(), 40000u);  // each missing device named once
 }
 
 }  // namespace
