@@ -48,6 +48,7 @@ TEST_F(DropInE2E, IndexStrategyVolumeMountNamesAreIndices) {
   auto plugin = start(options);
   const auto ids = ids_when_ready(*plugin, 8);
   ASSERT_EQ(ids.size(), 8u);
+  EXPECT_TRUE(ids[7].starts_with("GPU-")) << ids[7];
   auto edits = sim->allocate(kGpu, {ids[7]});
   ASSERT_TRUE(edits.ok()) << edits.error().message;
   ASSERT_EQ(edits->mounts.size(), 1u);
