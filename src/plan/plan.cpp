@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "plan/message_size.h"
 #include "plan/mig.h"
 #include "plan/plan_builder.h"
 #include "plan/resource_names.h"
@@ -50,6 +51,13 @@ ResourcePlan plan(const Config& config, const Inventory& inventory) {
   out.resources.reserve(resources.size());
   for (auto& [name, r] : resources) {
     drop_duplicate_ids(r, out.problems);
+    // Replicas were bounded in apply_sharing(); a node with this many physical devices has nothing
+    // left to refuse, but must not fail silently (the kubelet drops the whole message).
+    if (const size_t bytes = list_and_watch_bytes(r); bytes > kKubeletMaxMessageBytes)
+      out.problems.push_back("Resource " + r.name + " has " + std::to_string(r.devices.size()) +
+                             " devices; their list takes " + std::to_string(bytes) + " bytes, over the kubelet's " +
+                             std::to_string(kKubeletMaxMessageBytes) +
+                             "-byte gRPC message limit, so the kubelet will see none of them.");
     if (!r.devices.empty()) out.resources.push_back(std::move(r));
   }
   return out;

@@ -112,6 +112,19 @@ TEST(ReplicaBound, HugeRequestIsRefusedWithoutBuildingIt) {
   EXPECT_EQ(p.find("nvidia.com/gpu")->devices.size(), 70000u);
 }
 
+// Nothing to refuse without replicas, but never silent: the kubelet would see zero devices.
+TEST(ReplicaBound, UnsharedListOverTheLimitIsReported) {
+  std::vector<Gpu> gpus;
+  for (int i = 0; i < 100000; ++i) {
+    gpus.push_back(a100(i));
+    gpus.back().uuid = "GPU-8f9c2a51-0000-4a5b-9c3d-" + std::to_string(100000000000 + i);
+  }
+  const ResourcePlan p = plan(Config{}, inventory_of(gpus));
+  ASSERT_EQ(p.problems.size(), 1u);
+  EXPECT_THAT(p.problems[0], HasSubstr("Resource nvidia.com/gpu has 100000 devices"));
+  EXPECT_THAT(p.problems[0], HasSubstr("the kubelet will see none of them"));
+}
+
 // Issue 13 "Also": long `devices:` lists. Each item is looked up once (O(items + devices)); the
 // result is the same as matching every item against every device.
 TEST(SelectorBound, LongDevicesListSelectsExactlyTheNamedDevices) {
