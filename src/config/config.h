@@ -34,6 +34,11 @@ struct DeviceSelector {
   bool operator==(const DeviceSelector&) const = default;
 };
 
+// The most replicas one sharing entry or device group may ask for. Beyond any real use (MPS allows
+// 48 clients per GPU), and it keeps the planner's work bounded; whether the device list then fits
+// the kubelet's message limit is checked per node by the planner (plan/message_size.h).
+inline constexpr int kMaxReplicas = 10000;
+
 struct ReplicatedResource {
   std::string name;    // normalised: "nvidia.com/gpu"
   std::string rename;  // normalised or empty

@@ -52,6 +52,12 @@ void ParseContext::wrong_type(const YAML::Node& at, const std::string& key, cons
   error(at, "expected " + expected + " for " + key + ", got " + type_name(at));
 }
 
+std::optional<std::string> ParseContext::key(const YAML::Node& key, const std::string& where) {
+  if (key.IsScalar()) return key.Scalar();
+  error(key, std::string("a key") + (where.empty() ? "" : " in " + where) + " must be text, got " + type_name(key));
+  return std::nullopt;
+}
+
 namespace {
 
 // Children of `prefix` in the settings table: "flags" -> {migStrategy, ..., plugin, gfd}.
@@ -106,11 +112,13 @@ std::optional<std::vector<std::string>> leaf_values(const Setting& s, const YAML
     case SettingKind::ActionMap:
       if (!value.IsMap()) break;
       for (const auto& entry : value) {
+        const auto xid = ctx.key(entry.first, s.key);
+        if (!xid) return std::nullopt;
         if (!entry.second.IsScalar()) {
-          ctx.wrong_type(entry.second, s.key + "." + entry.first.Scalar(), "an action");
+          ctx.wrong_type(entry.second, s.key + "." + *xid, "an action");
           return std::nullopt;
         }
-        out.push_back(entry.first.Scalar() + "=" + entry.second.Scalar());
+        out.push_back(*xid + "=" + entry.second.Scalar());
       }
       return out;
   }
@@ -150,7 +158,9 @@ void parse_settings_section(const YAML::Node& node, const std::string& prefix, P
   if (prefix == "kgpu") known.push_back("deviceGroups");  // structured; parsed by sysfs/ (its owner)
   std::set<std::string> seen;
   for (const auto& entry : node) {
-    const std::string name = entry.first.Scalar();
+    const auto name_text = ctx.key(entry.first, prefix);
+    if (!name_text) continue;
+    const std::string& name = *name_text;
     const std::string key = prefix + "." + name;
     if (!seen.insert(name).second) {
       ctx.error(entry.first, "duplicate key \"" + name + "\" in " + prefix);
@@ -201,7 +211,9 @@ void parse_document(const std::string& text, ParseContext& ctx, Config& config) 
   const std::vector<std::string> sections = {"version", "flags", "resources", "sharing", "imex", "kgpu"};
   std::set<std::string> seen;
   for (const auto& entry : root) {
-    const std::string name = entry.first.Scalar();
+    const auto name_text = ctx.key(entry.first, "the config file");
+    if (!name_text) continue;
+    const std::string& name = *name_text;
     if (!seen.insert(name).second) {
       ctx.error(entry.first, "duplicate key \"" + name + "\"");
       continue;

@@ -2,6 +2,7 @@
 // Shared state of one config-file parse: where diagnostics go, and where each key was found so that
 // later checks (after env and flags are merged) can still point at the right line.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ class ParseContext {
   void unknown_key(const YAML::Node& key, const std::string& where, const std::vector<std::string>& known);
   // "expected a string for flags.mpsRoot, got a list"
   void wrong_type(const YAML::Node& at, const std::string& key, const std::string& expected);
+  // A mapping key as text, or nullopt after reporting an error at it: YAML allows lists and maps
+  // as keys (`{[a]: 1}`), and no key of ours is one. Every loop over a mapping goes through here.
+  std::optional<std::string> key(const YAML::Node& key, const std::string& where);
 
   void remember(const std::string& key, const YAML::Node& at) { positions_[key] = position(at); }
   void set_origin(const std::string& key) { origins_[key] = "file"; }

@@ -25,7 +25,9 @@ void parse_patterns(const YAML::Node& node, const std::string& where, ParseConte
     ResourcePattern p;
     bool have_pattern = false, have_name = false, ok = true;
     for (const auto& entry : item) {
-      const std::string key = entry.first.Scalar();
+      const auto key_text = ctx.key(entry.first, here);
+      if (!key_text) continue;
+      const std::string& key = *key_text;
       if (key != "pattern" && key != "name") {
         ctx.unknown_key(entry.first, here, known);
         continue;
@@ -66,7 +68,9 @@ void parse_resources_section(const YAML::Node& node, ParseContext& ctx, Config& 
   }
   static const std::vector<std::string> known = {"gpus", "mig"};
   for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
+    const auto key_text = ctx.key(entry.first, "resources");
+    if (!key_text) continue;
+    const std::string& key = *key_text;
     if (key == "gpus") {
       parse_patterns(entry.second, "resources.gpus", ctx, config.gpu_resources);
       ctx.set_origin("resources.gpus");
@@ -87,7 +91,9 @@ void parse_imex_section(const YAML::Node& node, ParseContext& ctx, Config& confi
   }
   static const std::vector<std::string> known = {"channelIDs", "required"};
   for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
+    const auto key_text = ctx.key(entry.first, "imex");
+    if (!key_text) continue;
+    const std::string& key = *key_text;
     const YAML::Node& value = entry.second;
     if (key == "required") {
       auto b = value.IsScalar() ? parse_bool(value.Scalar()) : std::nullopt;

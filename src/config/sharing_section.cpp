@@ -2,6 +2,7 @@
 // Unlike NVIDIA's plugin, `rename` and `devices` are honoured, and replicas: 1 is accepted as
 // "advertised as is" (NVIDIA demands >= 2); replicas < 1 is an error.
 #include <set>
+#include <unordered_set>
 
 #include "config/parse_context.h"
 #include "config/resource_names.h"
@@ -43,6 +44,7 @@ std::optional<DeviceSelector> parse_devices(const YAML::Node& node, const std::s
     return std::nullopt;
   }
   std::vector<std::string> list;
+  std::unordered_set<std::string> seen;  // de-duplication in O(n): lists may be long (issue 13)
   bool ok = true;
   for (const auto& item : node) {
     if (!item.IsScalar() || !valid_device_reference(item.Scalar())) {
@@ -52,7 +54,7 @@ std::optional<DeviceSelector> parse_devices(const YAML::Node& node, const std::s
       ok = false;
       continue;
     }
-    if (std::find(list.begin(), list.end(), item.Scalar()) == list.end()) list.push_back(item.Scalar());
+    if (seen.insert(item.Scalar()).second) list.push_back(item.Scalar());
   }
   if (!ok) return std::nullopt;
   if (list.empty()) {
@@ -75,7 +77,9 @@ std::optional<ReplicatedResource> parse_resource(const YAML::Node& node, const s
   bool have_replicas = false;
   std::optional<YAML::Node> name_node;  // optional: assigning a bound YAML::Node writes through
   for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
+    const auto key_text = ctx.key(entry.first, where);
+    if (!key_text) continue;
+    const std::string& key = *key_text;
     const YAML::Node& value = entry.second;
     if (key == "name" || key == "rename") {
       if (!value.IsScalar()) {
@@ -93,18 +97,23 @@ std::optional<ReplicatedResource> parse_resource(const YAML::Node& node, const s
       (key == "name" ? r.name : r.rename) = *normalised;
       if (key == "name") name_node.emplace(value);
     } else if (key == "replicas") {
-      auto n = value.IsScalar() ? parse_uint(value.Scalar()) : std::nullopt;
+      const auto n = value.IsScalar() ? parse_uint(value.Scalar()) : std::nullopt;
+      const uint64_t count = n.value_or(0);
       if (value.IsScalar() && value.Scalar().starts_with("-") && parse_uint(value.Scalar().substr(1))) {
         ctx.error(value, "replicas for " + where + " must be at least 1, got " + value.Scalar());
         ok = false;
       } else if (!n) {
         ctx.wrong_type(value, where + ".replicas", "a positive integer");
         ok = false;
-      } else if (*n < 1) {
+      } else if (count < 1) {
         ctx.error(value, "replicas for " + where + " must be at least 1, got " + value.Scalar());
         ok = false;
+      } else if (count > static_cast<uint64_t>(kMaxReplicas)) {
+        ctx.error(value, "replicas for " + where + " must be at most " + std::to_string(kMaxReplicas) + ", got " +
+                             value.Scalar());
+        ok = false;
       } else {
-        r.replicas = static_cast<int>(std::min<uint64_t>(*n, 1u << 20));
+        r.replicas = static_cast<int>(count);
         have_replicas = true;
       }
     } else if (key == "devices") {
@@ -144,7 +153,9 @@ void parse_replicated(const YAML::Node& node, const std::string& where, ParseCon
                                                  "resources"};
   std::optional<YAML::Node> resources_node;
   for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
+    const auto key_text = ctx.key(entry.first, where);
+    if (!key_text) continue;
+    const std::string& key = *key_text;
     const YAML::Node& value = entry.second;
     if (key == "renameByDefault" || key == "failRequestsGreaterThanOne") {
       auto b = value.IsScalar() ? parse_bool(value.Scalar()) : std::nullopt;
@@ -194,7 +205,9 @@ void parse_sharing_section(const YAML::Node& node, ParseContext& ctx, Config& co
   }
   static const std::vector<std::string> known = {"timeSlicing", "mps"};
   for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
+    const auto key_text = ctx.key(entry.first, "sharing");
+    if (!key_text) continue;
+    const std::string& key = *key_text;
     if (key == "timeSlicing") {
       if (entry.second.IsNull()) continue;
       ReplicatedResources r;

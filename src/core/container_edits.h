@@ -18,6 +18,12 @@ struct DeviceSpec {
   std::string container_path;
   std::string host_path;
   std::string permissions = "rw";
+  // Hand this node out only if host_path exists when the container is created (NVIDIA's rule for
+  // /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia-modeset: the UVM nodes
+  // appear lazily, and a DeviceSpec whose host path is missing fails container creation). Planning
+  // stays pure and only marks the spec; the Allocate path resolves it with a presence check
+  // (resolve_optional_devices in plan/allocate.h), which also clears the mark.
+  bool only_if_present = false;
   bool operator==(const DeviceSpec&) const = default;
 };
 

@@ -92,4 +92,19 @@ Result<ContainerEdits> allocate(const Config& config, const Inventory& inventory
   return edits;
 }
 
+void resolve_optional_devices(ContainerEdits& edits, const PresenceCheck& present) {
+  std::erase_if(edits.devices, [&](DeviceSpec& d) {
+    if (!d.only_if_present) return false;
+    d.only_if_present = false;
+    return !present(d.host_path);
+  });
+}
+
+Result<ContainerEdits> allocate(const Config& config, const Inventory& inventory, const Resource& resource,
+                                const std::vector<std::string>& ids, const PresenceCheck& present) {
+  auto edits = allocate(config, inventory, resource, ids);
+  if (edits) resolve_optional_devices(*edits, present);
+  return edits;
+}
+
 }  // namespace kgpu

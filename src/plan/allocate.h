@@ -6,6 +6,7 @@
 //
 // Errors are Error::invalid with a message naming the resource and the offending ID or limit:
 // empty request, unknown ID, duplicate ID, more than one replica when failRequestsGreaterThanOne.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,18 @@ namespace kgpu {
 
 Result<ContainerEdits> allocate(const Config& config, const Inventory& inventory, const Resource& resource,
                                 const std::vector<std::string>& ids);
+
+// Does a host path exist right now? Injected so that planning stays free of I/O; the gRPC Allocate
+// handler passes a stat.
+using PresenceCheck = std::function<bool(const std::string& host_path)>;
+
+// Drops the DeviceSpecs marked only_if_present whose host path `present` denies, and clears the
+// mark on the others. Calls `present` once per marked spec only.
+void resolve_optional_devices(ContainerEdits& edits, const PresenceCheck& present);
+
+// allocate() followed by resolve_optional_devices(): the response the kubelet gets.
+Result<ContainerEdits> allocate(const Config& config, const Inventory& inventory, const Resource& resource,
+                                const std::vector<std::string>& ids, const PresenceCheck& present);
 
 // The validation and mapping step of allocate() alone: the distinct devices behind `ids`, in
 // request order. Exposed for callers that need the physical devices (metrics, CDI) without edits.

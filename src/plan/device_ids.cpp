@@ -2,16 +2,27 @@
 
 namespace kgpu {
 
+namespace {
+std::string index_id(const Gpu& gpu) { return std::to_string(gpu.index); }
+std::string index_id(const Gpu& gpu, const MigDevice& mig) {
+  return std::to_string(gpu.index) + ":" + std::to_string(mig.index);
+}
+}  // namespace
+
+std::string advertised_gpu_id(const Gpu& gpu) { return gpu.uuid.empty() ? index_id(gpu) : gpu.uuid; }
+
+std::string advertised_mig_id(const Gpu& gpu, const MigDevice& mig) {
+  return mig.uuid.empty() ? index_id(gpu, mig) : mig.uuid;
+}
+
 std::string gpu_device_id(const Config& config, const Gpu& gpu) {
-  const bool index = gpu.vendor == Vendor::Nvidia ? config.device_id_strategy == DeviceIdStrategy::Index
-                                                  : gpu.uuid.empty();
-  return index ? std::to_string(gpu.index) : gpu.uuid;
+  if (gpu.vendor == Vendor::Nvidia && config.device_id_strategy == DeviceIdStrategy::Index) return index_id(gpu);
+  return advertised_gpu_id(gpu);
 }
 
 std::string mig_device_id(const Config& config, const Gpu& gpu, const MigDevice& mig) {
-  if (config.device_id_strategy == DeviceIdStrategy::Index)
-    return std::to_string(gpu.index) + ":" + std::to_string(mig.index);
-  return mig.uuid;
+  if (config.device_id_strategy == DeviceIdStrategy::Index) return index_id(gpu, mig);
+  return advertised_mig_id(gpu, mig);
 }
 
 std::string replica_id(std::string_view base, int replica) {

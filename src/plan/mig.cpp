@@ -31,7 +31,7 @@ void add_full_gpus(const Config& config, const Inventory& inventory, const std::
                    ResourceMap& resources) {
   for (size_t i : gpus)
     add_device(resources, nvidia_gpu_resource_name(config, inventory.gpus[i]), Vendor::Nvidia,
-               gpu_device(config, inventory, i));
+               gpu_device(inventory, i));
 }
 
 void report_empty_mig(const Inventory& inventory, const std::vector<size_t>& gpus, const char* strategy,
@@ -88,7 +88,7 @@ void add_single(const Config& config, const Inventory& inventory, const NvidiaGp
     const Gpu& g = inventory.gpus[i];
     for (size_t j = 0; j < g.mig_devices.size(); ++j)
       if (g.mig_devices[j].profile == chosen)
-        add_device(resources, mig_resource_name(config, chosen), Vendor::Nvidia, mig_device(config, inventory, i, j));
+        add_device(resources, mig_resource_name(config, chosen), Vendor::Nvidia, mig_device(inventory, i, j));
   }
 }
 
@@ -105,7 +105,7 @@ void add_mixed(const Config& config, const Inventory& inventory, const NvidiaGpu
                            describe_gpu(g) + " has no profile name; it is not advertised.");
         continue;
       }
-      add_device(resources, mig_resource_name(config, m.profile), Vendor::Nvidia, mig_device(config, inventory, i, j));
+      add_device(resources, mig_resource_name(config, m.profile), Vendor::Nvidia, mig_device(inventory, i, j));
     }
   }
 }

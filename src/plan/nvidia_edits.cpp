@@ -41,16 +41,20 @@ std::vector<std::string> runtime_ids(const Config& config, const Inventory& inve
   return ids;
 }
 
+// The control nodes first, each only if present at Allocate time (never assumed from discovery),
+// then the allocated devices' own nodes, which discovery found.
 void add_device_specs(const Config& config, const Inventory& inventory, const std::vector<BackingDevice>& devices,
                       ContainerEdits& edits) {
-  std::vector<std::string> paths = nvidia_control_node_paths(inventory);
+  const std::string root = config.dev_root();
+  for (const auto& path : nvidia_control_node_candidates())
+    edits.devices.push_back({path, host_path_under(root, path), "rw", /*only_if_present=*/true});
+  std::vector<std::string> paths;
   for (const auto& d : devices) {
     const Gpu& gpu = inventory.gpus.at(d.gpu);
     auto nodes = d.mig ? nvidia_mig_node_paths(gpu, gpu.mig_devices.at(*d.mig)) : nvidia_gpu_node_paths(gpu);
     paths.insert(paths.end(), nodes.begin(), nodes.end());
   }
   std::set<std::string> seen;  // two MIG devices of one GPU share the parent node
-  const std::string root = config.dev_root();
   for (const auto& path : paths)
     if (seen.insert(path).second) edits.devices.push_back({path, host_path_under(root, path), "rw"});
 }

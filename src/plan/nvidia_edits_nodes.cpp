@@ -4,9 +4,14 @@
 
 namespace kgpu {
 
-std::vector<std::string> nvidia_control_node_paths(const Inventory& inventory) {
+const std::vector<std::string>& nvidia_control_node_candidates() {
   static const std::vector<std::string> all = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
                                                "/dev/nvidia-modeset"};
+  return all;
+}
+
+std::vector<std::string> nvidia_control_node_paths(const Inventory& inventory) {
+  const auto& all = nvidia_control_node_candidates();
   if (inventory.control_nodes.empty()) return {all[0], all[1], all[2]};
   std::vector<std::string> out;
   for (const auto& path : all)

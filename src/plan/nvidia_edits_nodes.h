@@ -12,6 +12,10 @@ namespace kgpu {
 // to Inventory::control_nodes when the backend listed them; otherwise the first three.
 std::vector<std::string> nvidia_control_node_paths(const Inventory& inventory);
 
+// All four control nodes, in the order above: what passDeviceSpecs offers at Allocate time, each
+// marked DeviceSpec::only_if_present, whatever the backend saw at discovery (nodes come and go).
+const std::vector<std::string>& nvidia_control_node_candidates();
+
 // A GPU's nodes: Gpu::device_nodes, or /dev/nvidia<minor> when the backend gave none.
 std::vector<std::string> nvidia_gpu_node_paths(const Gpu& gpu);
 

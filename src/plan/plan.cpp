@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "plan/message_size.h"
 #include "plan/mig.h"
 #include "plan/plan_builder.h"
 #include "plan/resource_names.h"
@@ -11,7 +12,7 @@ namespace kgpu {
 
 namespace {
 
-void add_other_vendors(const Config& config, const Inventory& inventory, planner::ResourceMap& resources,
+void add_other_vendors(const Inventory& inventory, planner::ResourceMap& resources,
                        std::vector<std::string>& problems) {
   for (size_t i = 0; i < inventory.gpus.size(); ++i) {
     const Gpu& g = inventory.gpus[i];
@@ -23,7 +24,7 @@ void add_other_vendors(const Config& config, const Inventory& inventory, planner
                          " is not advertised: " + why + ".");
       continue;
     }
-    planner::add_device(resources, *name, g.vendor, planner::gpu_device(config, inventory, i));
+    planner::add_device(resources, *name, g.vendor, planner::gpu_device(inventory, i));
   }
 }
 
@@ -45,11 +46,18 @@ ResourcePlan plan(const Config& config, const Inventory& inventory) {
   ResourcePlan out;
   planner::ResourceMap resources;
   planner::add_nvidia_resources(config, inventory, resources, out.problems);
-  add_other_vendors(config, inventory, resources, out.problems);
+  add_other_vendors(inventory, resources, out.problems);
   planner::apply_sharing(config, inventory, resources, out.problems);
   out.resources.reserve(resources.size());
   for (auto& [name, r] : resources) {
     drop_duplicate_ids(r, out.problems);
+    // Replicas were bounded in apply_sharing(); a node with this many physical devices has nothing
+    // left to refuse, but must not fail silently (the kubelet drops the whole message).
+    if (const size_t bytes = list_and_watch_bytes(r); bytes > kKubeletMaxMessageBytes)
+      out.problems.push_back("Resource " + r.name + " has " + std::to_string(r.devices.size()) +
+                             " devices; their list takes " + std::to_string(bytes) + " bytes, over the kubelet's " +
+                             std::to_string(kKubeletMaxMessageBytes) +
+                             "-byte gRPC message limit, so the kubelet will see none of them.");
     if (!r.devices.empty()) out.resources.push_back(std::move(r));
   }
   return out;

@@ -11,21 +11,21 @@ std::vector<int64_t> numa_of(const Gpu& gpu) {
 }
 }  // namespace
 
-AdvertisedDevice gpu_device(const Config& config, const Inventory& inventory, size_t gpu) {
+AdvertisedDevice gpu_device(const Inventory& inventory, size_t gpu) {
   const Gpu& g = inventory.gpus[gpu];
   AdvertisedDevice d;
-  d.id = gpu_device_id(config, g);
+  d.id = advertised_gpu_id(g);  // stable whatever deviceIDStrategy says (device_ids.h)
   d.healthy = g.health.healthy;
   d.numa_nodes = numa_of(g);
   d.gpu = gpu;
   return d;
 }
 
-AdvertisedDevice mig_device(const Config& config, const Inventory& inventory, size_t gpu, size_t mig) {
+AdvertisedDevice mig_device(const Inventory& inventory, size_t gpu, size_t mig) {
   const Gpu& g = inventory.gpus[gpu];
   const MigDevice& m = g.mig_devices[mig];
   AdvertisedDevice d;
-  d.id = mig_device_id(config, g, m);
+  d.id = advertised_mig_id(g, m);
   // A MIG device cannot be healthier than the GPU it lives on (an XID on the parent hits all of it).
   d.healthy = m.health.healthy && g.health.healthy;
   d.numa_nodes = numa_of(g);

@@ -13,8 +13,8 @@ namespace kgpu::planner {
 
 using ResourceMap = std::map<std::string, Resource>;
 
-AdvertisedDevice gpu_device(const Config& config, const Inventory& inventory, size_t gpu);
-AdvertisedDevice mig_device(const Config& config, const Inventory& inventory, size_t gpu, size_t mig);
+AdvertisedDevice gpu_device(const Inventory& inventory, size_t gpu);
+AdvertisedDevice mig_device(const Inventory& inventory, size_t gpu, size_t mig);
 
 // Appends `device` to the resource `name`, creating it (unshared, vendor `vendor`) when new.
 void add_device(ResourceMap& resources, const std::string& name, Vendor vendor, AdvertisedDevice device);

@@ -144,7 +144,11 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
       return fail(Error::invalid("Allocate for " + resource_ + " carries no container requests"), "Allocate");
     for (const auto& creq : req.container_requests()) {
       std::vector<std::string> ids(creq.devices_ids().begin(), creq.devices_ids().end());
-      auto edits = kgpu::allocate(state->config, state->inventory, *resource, ids);
+      // passDeviceSpecs: control nodes only if they exist now (a few stats; h6, issue 21).
+      auto edits = kgpu::allocate(state->config, state->inventory, *resource, ids, [](const std::string& path) {
+        struct stat st {};
+        return ::stat(path.c_str(), &st) == 0;
+      });
       if (!edits) return fail(edits.error(), "Allocate");
       to_proto(*edits, out->add_container_responses());
     }

@@ -33,7 +33,8 @@ Result<Inventory> discover_amd(const SysfsRoots& roots);
 // /dev/dri/by-path). SR-IOV PFs with enabled VFs are skipped (their VFs are served).
 Result<Inventory> discover_intel(const SysfsRoots& roots);
 
-// One Gpu (vendor Generic) per matched device; attributes: resource, replicas, group-index.
+// One Gpu (vendor Generic) per matched device; attributes: resource, group-index. The group's
+// replicas stay in its typed config field (GenericDeviceGroup::replicas), which the planner reads.
 Result<Inventory> discover_generic(const std::vector<GenericDeviceGroup>& groups, const SysfsRoots& roots);
 
 // --- health on rescans ---

@@ -1,12 +1,39 @@
 #include "sysfs/device_groups_yaml.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
+
+#include "config/config.h"  // kMaxReplicas
 
 namespace kgpu {
 namespace {
 
-std::string at(const YAML::Node& n) { return " (line " + std::to_string(n.Mark().line + 1) + ")"; }
+std::string at(const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  if (m.is_null() || m.line < 0) return "";
+  return " (line " + std::to_string(m.line + 1) + ", column " + std::to_string(m.column + 1) + ")";
+}
+
+// Every key of `n` must be text and one of `known` ("(valid: a, b)" names them otherwise).
+Status only_known_keys(const YAML::Node& n, const std::vector<std::string>& known, const std::string& where) {
+  for (const auto& kv : n) {
+    if (!kv.first.IsScalar()) return Error::invalid("a key in " + where + " must be text" + at(kv.first));
+    const std::string key = kv.first.Scalar();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string valid;
+      for (const auto& k : known) valid += (valid.empty() ? "" : ", ") + k;
+      return Error::invalid(where + ": unknown key \"" + key + "\" (valid: " + valid + ")" + at(kv.first));
+    }
+  }
+  return ok_status();
+}
+
+// A mapping key as text. YAML allows lists and maps as keys (`{[a]: 1}`); ours never are.
+Result<std::string> key_text(const YAML::Node& key, const std::string& where) {
+  if (!key.IsScalar()) return Error::invalid("a key in " + where + " must be text" + at(key));
+  return key.Scalar();
+}
 
 Result<std::string> scalar(const YAML::Node& n, const std::string& what) {
   if (!n.IsScalar()) return Error::invalid(what + " must be a string" + at(n));
@@ -33,13 +60,10 @@ bool valid_resource(const std::string& r) {
 
 Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
   if (!n.IsMap()) return Error::invalid("deviceGroups entry must be a map" + at(n));
-  static const std::set<std::string> known = {"resource", "devices", "sharedDevices", "replicas",
-                                              "permissions", "mounts", "env", "sysfs"};
+  static const std::vector<std::string> known = {"resource", "devices", "sharedDevices", "replicas",
+                                                 "permissions", "mounts", "env", "sysfs"};
   GenericDeviceGroup g;
-  for (const auto& kv : n) {
-    const std::string key = kv.first.as<std::string>();
-    if (!known.count(key)) return Error::invalid("deviceGroups: unknown key \"" + key + "\"" + at(kv.first));
-  }
+  if (auto keys = only_known_keys(n, known, "deviceGroups"); !keys) return keys.error();
   if (!n["resource"]) return Error::invalid("deviceGroups entry has no \"resource\"" + at(n));
   auto res = scalar(n["resource"], "resource");
   if (!res) return res.error();
@@ -58,8 +82,9 @@ Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
   }
   if (n["replicas"]) {
     int r = 0;
-    if (!n["replicas"].IsScalar() || !YAML::convert<int>::decode(n["replicas"], r) || r < 1)
-      return Error::invalid("replicas must be an integer >= 1" + at(n["replicas"]));
+    if (!n["replicas"].IsScalar() || !YAML::convert<int>::decode(n["replicas"], r) || r < 1 || r > kMaxReplicas)
+      return Error::invalid("replicas must be an integer from 1 to " + std::to_string(kMaxReplicas) +
+                            at(n["replicas"]));
     g.replicas = r;
   }
   if (n["permissions"]) {
@@ -74,6 +99,8 @@ Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
     for (const auto& m : n["mounts"]) {
       if (!m.IsMap() || !m["containerPath"] || !m["hostPath"])
         return Error::invalid("each mount needs containerPath and hostPath" + at(m));
+      if (auto keys = only_known_keys(m, {"containerPath", "hostPath", "readOnly"}, "deviceGroups mounts"); !keys)
+        return keys.error();
       GenericMount gm;
       auto c = scalar(m["containerPath"], "containerPath");
       if (!c) return c.error();
@@ -90,6 +117,7 @@ Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
     if (!n["sysfs"].IsSequence()) return Error::invalid("sysfs must be a list of {path, equals}" + at(n["sysfs"]));
     for (const auto& m : n["sysfs"]) {
       if (!m.IsMap() || !m["path"] || !m["equals"]) return Error::invalid("each sysfs match needs path and equals" + at(m));
+      if (auto keys = only_known_keys(m, {"path", "equals"}, "deviceGroups sysfs"); !keys) return keys.error();
       auto p = scalar(m["path"], "sysfs path");
       if (!p) return p.error();
       auto e = scalar(m["equals"], "sysfs equals");
@@ -101,9 +129,11 @@ Result<GenericDeviceGroup> parse_group(const YAML::Node& n) {
   if (n["env"]) {
     if (!n["env"].IsMap()) return Error::invalid("env must be a map of NAME: value" + at(n["env"]));
     for (const auto& kv : n["env"]) {
+      auto name = key_text(kv.first, "env");
+      if (!name) return name.error();
       auto v = scalar(kv.second, "env value");
       if (!v) return v.error();
-      g.env[kv.first.as<std::string>()] = *v;
+      g.env[*name] = *v;
     }
   }
   return g;

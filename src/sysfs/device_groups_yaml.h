@@ -5,7 +5,7 @@
 //       - resource: example.com/rdma            # required, "<domain>/<name>"
 //         devices: ["/dev/infiniband/uverbs*"]  # required; first enumerates, the rest are companions
 //         sharedDevices: ["/dev/infiniband/rdma_cm"]
-//         replicas: 1                           # IDs per device (>= 1)
+//         replicas: 1                           # IDs per device, 1..kMaxReplicas (time-slicing)
 //         permissions: rw                       # cgroup device permissions, subset of "rwm"
 //         mounts: [{containerPath: /etc/x, hostPath: /etc/x, readOnly: true}]
 //         env: {KEY: value}

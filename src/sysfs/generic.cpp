@@ -99,7 +99,6 @@ Result<Inventory> discover_generic(const std::vector<GenericDeviceGroup>& groups
       g.uuid = id;
       g.product = group.resource;
       g.attributes["resource"] = group.resource;
-      g.attributes["replicas"] = std::to_string(group.replicas < 1 ? 1 : group.replicas);
       g.attributes["group-index"] = std::to_string(gi);
       g.index = static_cast<int>(inv.gpus.size());
       inv.gpus.push_back(std::move(g));

@@ -35,7 +35,9 @@ struct GenericDeviceGroup {
   std::vector<std::string> shared_devices;
   std::vector<GenericMount> mounts;
   std::map<std::string, std::string> env;
-  int replicas = 1;          // advertised IDs per device (planner honours attributes["replicas"])
+  // Advertised IDs per device: "<id>::0" .. "<id>::<replicas-1>", planned exactly like time-slicing
+  // replicas (plan/sharing.cpp reads this field from the config; 1 advertises each device once).
+  int replicas = 1;
   std::string permissions = "rw";
   std::vector<GenericSysfsMatch> sysfs_matches;  // all must hold
   bool operator==(const GenericDeviceGroup&) const = default;

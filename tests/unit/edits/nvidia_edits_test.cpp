@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "plan/allocate.h"
 #include "plan/device_edits.h"
 #include "plan/nvidia_edits_cdi.h"
+#include "plan/plan.h"
 #include "unit/edits/inventories.h"
 
 namespace kgpu {
@@ -27,7 +29,8 @@ json to_json(const ContainerEdits& e) {
     j["mounts"].push_back({{"container_path", m.container_path}, {"host_path", m.host_path}, {"read_only", m.read_only}});
   j["devices"] = json::array();
   for (const auto& d : e.devices)
-    j["devices"].push_back({{"container_path", d.container_path}, {"host_path", d.host_path}, {"permissions", d.permissions}});
+    j["devices"].push_back({{"container_path", d.container_path}, {"host_path", d.host_path}, {"permissions", d.permissions},
+                                 {"only_if_present", d.only_if_present}});
   j["annotations"] = e.annotations;
   j["cdi_devices"] = e.cdi_devices;
   return j;
@@ -131,19 +134,44 @@ TEST(NvidiaEdits, DuplicateDevicesAppearOnce) {
                                              "/dev/nvidia-caps/nvidia-cap13"}));
 }
 
-TEST(NvidiaEdits, ModesetOnlyWhenTheBackendSawIt) {
+// Issue 21: the control nodes are never assumed from discovery. Every one of the four is offered,
+// marked only-if-present, and the Allocate path keeps exactly those that exist at that moment.
+TEST(NvidiaEdits, ControlNodesAreMarkedOnlyIfPresentWhateverDiscoverySaw) {
   Config config;
   config.pass_device_specs = true;
-  Inventory inv = two_gpu_node();  // control_nodes unknown
-  auto edits = nvidia_device_edits(config, inv, {{0, std::nullopt}});
-  ASSERT_EQ(edits.devices.size(), 4u);
-  EXPECT_EQ(edits.devices[2].container_path, "/dev/nvidia-uvm-tools");
-  EXPECT_EQ(edits.devices[3].container_path, "/dev/nvidia0");
-  inv.control_nodes = {{"/dev/nvidia-modeset"}, {"/dev/nvidiactl"}};
-  edits = nvidia_device_edits(config, inv, {{0, std::nullopt}});
-  ASSERT_EQ(edits.devices.size(), 3u);
-  EXPECT_EQ(edits.devices[0].container_path, "/dev/nvidiactl");
-  EXPECT_EQ(edits.devices[1].container_path, "/dev/nvidia-modeset");
+  for (Inventory inv : {two_gpu_node(), mig_node()}) {
+    inv.control_nodes = {{"/dev/nvidiactl"}};  // what discovery saw no longer matters
+    auto edits = nvidia_device_edits(config, inv, {{1, std::nullopt}});
+    ASSERT_EQ(edits.devices.size(), 5u);
+    const std::vector<std::string> control = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                                              "/dev/nvidia-modeset"};
+    for (size_t i = 0; i < control.size(); ++i) {
+      EXPECT_EQ(edits.devices[i].container_path, control[i]);
+      EXPECT_TRUE(edits.devices[i].only_if_present) << control[i];
+    }
+    EXPECT_FALSE(edits.devices[4].only_if_present) << "the GPU's own node was found by discovery";
+  }
+}
+
+TEST(ResolveOptionalDevices, KeepsOnlyPresentNodesAndClearsTheMark) {
+  Config config;
+  config.pass_device_specs = true;
+  config.nvidia_driver_root = "/host";
+  auto edits = nvidia_device_edits(config, two_gpu_node(), {{0, std::nullopt}});
+  std::vector<std::string> asked;
+  resolve_optional_devices(edits, [&](const std::string& host_path) {
+    asked.push_back(host_path);
+    return host_path != "/host/dev/nvidia-uvm" && host_path != "/host/dev/nvidia-modeset";
+  });
+  // Only the marked specs are checked (a handful of stats), by host path.
+  EXPECT_EQ(asked, (std::vector<std::string>{"/host/dev/nvidiactl", "/host/dev/nvidia-uvm",
+                                             "/host/dev/nvidia-uvm-tools", "/host/dev/nvidia-modeset"}));
+  std::vector<std::string> paths;
+  for (const auto& d : edits.devices) {
+    paths.push_back(d.container_path);
+    EXPECT_FALSE(d.only_if_present);
+  }
+  EXPECT_EQ(paths, (std::vector<std::string>{"/dev/nvidiactl", "/dev/nvidia-uvm-tools", "/dev/nvidia0"}));
 }
 
 TEST(NvidiaEdits, HostPathsUnderTheDevRoot) {
@@ -190,6 +218,72 @@ TEST(NvidiaEdits, VolumeMountsOverrideTheEnvVarValue) {
   ASSERT_EQ(edits.mounts.size(), 2u);
   EXPECT_EQ(edits.mounts[0], (Mount{"/var/run/nvidia-container-devices/1", "/dev/null", true}));
   EXPECT_EQ(edits.mounts[1], (Mount{"/var/run/nvidia-container-devices/0", "/dev/null", true}));
+}
+
+
+// Issue 21, drop-in compatibility: the whole Allocate path (plan -> advertised IDs -> allocate) for
+// deviceIDStrategy uuid and index, on a whole-GPU node, the same node time-sliced and a MIG node.
+// The kubelet IDs must be the same for both settings (stable UUIDs, UUID-based replica and MIG
+// IDs); only what the runtime sees (NVIDIA_VISIBLE_DEVICES, volume-mount names, CDI names and
+// annotations) follows the strategy, in every list strategy.
+namespace allocate_golden {
+
+struct Fleet {
+  std::string name;
+  Inventory inventory;
+  std::string resource;
+  std::function<void(Config&)> configure;
+};
+
+std::vector<Fleet> fleets() {
+  return {{"two-gpus", two_gpu_node(), "nvidia.com/gpu", [](Config&) {}},
+          {"two-gpus-time-sliced", two_gpu_node(), "nvidia.com/gpu",
+           [](Config& c) { c.time_slicing.resources = {{"nvidia.com/gpu", "", 2, {}}}; }},
+          {"mig-mixed", mig_node(), "nvidia.com/mig-3g.20gb", [](Config& c) { c.mig_strategy = MigStrategy::Mixed; }}};
+}
+
+json allocate_all_strategies(const Fleet& fleet, DeviceIdStrategy id_strategy) {
+  using S = DeviceListStrategy;
+  json out;
+  Config base;
+  fleet.configure(base);
+  base.device_id_strategy = id_strategy;
+  const ResourcePlan p = plan(base, fleet.inventory);
+  const Resource* r = p.find(fleet.resource);
+  if (!r) return "missing resource " + fleet.resource;
+  std::vector<std::string> advertised, request;
+  for (const auto& d : r->devices) advertised.push_back(d.id);
+  // The last and the first device, so request order differs from inventory order.
+  request = {advertised.back(), advertised.front()};
+  out["advertised_ids"] = advertised;
+  out["requested_ids"] = request;
+  for (const auto& [label, strategy] : std::vector<std::pair<std::string, S>>{
+           {"envvar", S::EnvVar}, {"volume-mounts", S::VolumeMounts}, {"cdi-annotations", S::CdiAnnotations},
+           {"cdi-cri", S::CdiCri}}) {
+    Config c = base;
+    c.device_list_strategy = {strategy};
+    auto edits = allocate(c, fleet.inventory, *r, request, [](const std::string&) { return true; });
+    out[label] = edits ? to_json(*edits) : json(edits.error().message);
+  }
+  return out;
+}
+
+}  // namespace allocate_golden
+
+TEST(AllocateGolden, DeviceIdStrategyChangesOnlyRuntimeValues) {
+  for (const auto& fleet : allocate_golden::fleets()) {
+    SCOPED_TRACE(fleet.name);
+    const json uuid = allocate_golden::allocate_all_strategies(fleet, DeviceIdStrategy::Uuid);
+    const json index = allocate_golden::allocate_all_strategies(fleet, DeviceIdStrategy::Index);
+    check_golden("allocate-" + fleet.name + "-uuid.json", uuid);
+    check_golden("allocate-" + fleet.name + "-index.json", index);
+    // The kubelet sees exactly the same IDs whatever the strategy, and they are UUID-based.
+    EXPECT_EQ(uuid["advertised_ids"], index["advertised_ids"]);
+    for (const auto& id : index["advertised_ids"]) {
+      const std::string s = id.get<std::string>();
+      EXPECT_TRUE(s.starts_with("GPU-") || s.starts_with("MIG-")) << s;
+    }
+  }
 }
 
 }  // namespace

@@ -94,7 +94,8 @@ TEST(BackingDevices, MigDevicesMapToParentAndPosition) {
   c.device_id_strategy = DeviceIdStrategy::Index;
   const auto inv = inventory_of({a100(0), a100_mig(1, {"1g.5gb", "2g.10gb", "1g.5gb"})});
   const auto p = plan(c, inv);
-  const auto r = backing_devices(inv, *p.find("nvidia.com/mig-1g.5gb"), {"1:2", "1:0"});
+  // deviceIDStrategy=index changes only runtime IDs: the kubelet still requests MIG UUIDs.
+  const auto r = backing_devices(inv, *p.find("nvidia.com/mig-1g.5gb"), {"MIG-1-2-1g.5gb", "MIG-1-0-1g.5gb"});
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_THAT(*r, ElementsAre(BackingDevice{1, 2}, BackingDevice{1, 0}));
 }

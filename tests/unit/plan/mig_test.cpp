@@ -41,11 +41,13 @@ TEST(MigSingle, UniformNodeServesMigDevicesAsGpu) {
   EXPECT_THAT(p.problems, IsEmpty());
 }
 
-TEST(MigSingle, IndexStrategyGivesColonIds) {
+// deviceIDStrategy=index is for the runtime only (issue 21): the kubelet keeps seeing MIG UUIDs.
+TEST(MigSingle, IndexStrategyStillAdvertisesMigUuids) {
   Config c = with_strategy(MigStrategy::Single);
   c.device_id_strategy = DeviceIdStrategy::Index;
   const auto p = plan(c, inventory_of({a100_mig(0, {"3g.20gb", "3g.20gb"}), a100_mig(1, {"3g.20gb", "3g.20gb"})}));
-  EXPECT_THAT(ids_of(p.resources[0]), ElementsAre("0:0", "0:1", "1:0", "1:1"));
+  EXPECT_THAT(ids_of(p.resources[0]),
+              ElementsAre("MIG-0-0-3g.20gb", "MIG-0-1-3g.20gb", "MIG-1-0-3g.20gb", "MIG-1-1-3g.20gb"));
 }
 
 TEST(MigSingle, WithoutMigBehavesLikeNone) {

@@ -99,6 +99,35 @@ TEST(DeviceIds, UuidAndIndexStrategies) {
   EXPECT_EQ(strip_replica("3:1"), "3:1");
 }
 
+// Issue 21: deviceIDStrategy is "how device IDs are passed to the runtime". The kubelet keeps
+// seeing stable IDs (UUIDs, UUID-based replica and MIG IDs) whatever it says, so its checkpoint and
+// PodResources never hold indices that change meaning after a reboot.
+TEST(DeviceIds, IndexStrategyNeverReachesTheKubelet) {
+  Config c;
+  c.device_id_strategy = DeviceIdStrategy::Index;
+  const Gpu g = a100_mig(3, {"1g.5gb", "2g.10gb"});
+  EXPECT_EQ(advertised_gpu_id(g), "GPU-a100-0003");
+  EXPECT_EQ(advertised_mig_id(g, g.mig_devices[1]), "MIG-3-1-2g.10gb");
+  const auto whole = plan(c, inventory_of({a100(0), a100(1)}));
+  EXPECT_THAT(ids_of(*whole.find("nvidia.com/gpu")), ElementsAre("GPU-a100-0000", "GPU-a100-0001"));
+  c.time_slicing.resources = {replicated("nvidia.com/gpu", 2)};
+  const auto shared = plan(c, inventory_of({a100(0), a100(1)}));
+  EXPECT_THAT(ids_of(*shared.find("nvidia.com/gpu")),
+              ElementsAre("GPU-a100-0000::0", "GPU-a100-0000::1", "GPU-a100-0001::0", "GPU-a100-0001::1"));
+  // The same plan as with the default strategy: switching strategies changes no advertised ID.
+  Config uuid = c;
+  uuid.device_id_strategy = DeviceIdStrategy::Uuid;
+  EXPECT_EQ(plan(uuid, inventory_of({a100(0), a100(1)})), shared);
+}
+
+TEST(DeviceIds, DevicesWithoutUuidFallBackToTheirIndex) {
+  Gpu g = a100_mig(2, {"1g.5gb"});
+  g.uuid.clear();
+  g.mig_devices[0].uuid.clear();
+  EXPECT_EQ(advertised_gpu_id(g), "2");
+  EXPECT_EQ(advertised_mig_id(g, g.mig_devices[0]), "2:0");
+}
+
 TEST(DeviceIds, IndexStrategyDoesNotApplyToOtherVendors) {
   Config c;
   c.device_id_strategy = DeviceIdStrategy::Index;

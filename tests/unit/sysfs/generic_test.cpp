@@ -34,7 +34,8 @@ TEST(GenericBackend, EachMatchedFileIsADevice) {
   EXPECT_EQ(inv->gpus[1].uuid, "uverbs1");
   EXPECT_EQ(inv->gpus[1].index, 1);
   EXPECT_EQ(inv->gpus[0].attributes.at("resource"), "example.com/rdma");
-  EXPECT_EQ(inv->gpus[0].attributes.at("replicas"), "4");
+  // replicas is a typed config field the planner reads, not a string attribute (issue 18).
+  EXPECT_FALSE(inv->gpus[0].attributes.contains("replicas"));
   ASSERT_EQ(inv->gpus[0].device_nodes.size(), 1u);
   EXPECT_EQ(inv->gpus[0].device_nodes[0].path, "/dev/infiniband/uverbs0");
 }
