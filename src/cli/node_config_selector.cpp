@@ -33,6 +33,7 @@ bool NodeConfigSelector::choose(const kube::NodeWatcher::Labels& labels) {
   else
     spdlog::info("per-node config: {} -> {}", choice.reason, choice.file.empty() ? "no config file" : choice.file);
   std::lock_guard lock(mu_);
+  origin_ = "Node label of node " + source_.node_name + ": " + choice.reason;
   if (current_ && *current_ == choice.file) return false;
   current_ = choice.file;
   return true;
@@ -60,6 +61,30 @@ void NodeConfigSelector::stop() { watcher_.stop(); }
 std::optional<std::string> NodeConfigSelector::current() const {
   std::lock_guard lock(mu_);
   return current_;
+}
+
+std::string NodeConfigSelector::current_origin() const {
+  std::lock_guard lock(mu_);
+  return origin_;
+}
+
+Result<LoadedConfig> load_config_for_node(const ConfigFlags& flags, const std::map<std::string, std::string>& env,
+                                          bool strict, const NodeConfigSelector* selector) {
+  ConfigFlags effective = flags;
+  std::optional<std::string> chosen = selector ? selector->current() : std::nullopt;
+  // The Node's choice beats --config-file and $CONFIG_FILE, as in the daemon; an empty choice (no
+  // label and no default) loads no file at all.
+  if (chosen) effective.set("configFile", "--config-file", *chosen);
+  auto loaded = load_config(effective, env, strict);
+  if (loaded && chosen) loaded->origins["configFile"] = selector->current_origin();
+  return loaded;
+}
+
+Result<LoadedConfig> load_config_as_daemon(const ConfigFlags& flags, bool strict) {
+  const auto env = process_environment();
+  auto selector = NodeConfigSelector::from_env(env);
+  if (selector) selector->choose_now();
+  return load_config_for_node(flags, env, strict, selector.get());
 }
 
 }  // namespace kgpu::cli
