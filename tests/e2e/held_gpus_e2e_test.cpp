@@ -45,7 +45,8 @@ sharing:
       replicas: 4
 )");
   ASSERT_TRUE(wait_healthy(kGpu, 28, 1, 32)) << diagnostics(*plugin);
-  for (const auto& d : sim->snapshot().find(kGpu)->devices)
+  const auto snapshot = sim->snapshot();
+  for (const auto& d : snapshot.find(kGpu)->devices)
     EXPECT_EQ(d.health, d.id.rfind(held + "::", 0) == 0 ? "Unhealthy" : "Healthy") << d.id;
   EXPECT_NE(plugin->stderr_text().find("still held by pod default/trainer as nvidia.com/gpu " + held),
             std::string::npos)
