@@ -63,20 +63,21 @@ std::optional<std::string> NodeConfigSelector::current() const {
   return current_;
 }
 
-std::string NodeConfigSelector::current_origin() const {
+std::optional<NodeConfigSelector::Choice> NodeConfigSelector::current_choice() const {
   std::lock_guard lock(mu_);
-  return origin_;
+  if (!current_) return std::nullopt;
+  return Choice{*current_, origin_};
 }
 
 Result<LoadedConfig> load_config_for_node(const ConfigFlags& flags, const std::map<std::string, std::string>& env,
                                           bool strict, const NodeConfigSelector* selector) {
   ConfigFlags effective = flags;
-  std::optional<std::string> chosen = selector ? selector->current() : std::nullopt;
+  const auto chosen = selector ? selector->current_choice() : std::nullopt;
   // The Node's choice beats --config-file and $CONFIG_FILE, as in the daemon; an empty choice (no
   // label and no default) loads no file at all.
-  if (chosen) effective.set("configFile", "--config-file", *chosen);
+  if (chosen) effective.set("configFile", "--config-file", chosen->file);
   auto loaded = load_config(effective, env, strict);
-  if (loaded && chosen) loaded->origins["configFile"] = selector->current_origin();
+  if (loaded && chosen) loaded->origins["configFile"] = chosen->origin;
   return loaded;
 }
 

@@ -30,9 +30,13 @@ class NodeConfigSelector {
   void stop();
   // The file to load, when one was chosen.
   std::optional<std::string> current() const;
-  // Where the current choice came from, for --print-config and `kgpu devices`, e.g.
-  // "Node label nvidia.com/device-plugin.config=big (node n1)".
-  std::string current_origin() const;
+  // The file and where the choice came from (for --print-config and `kgpu devices`, e.g.
+  // "Node label of node n1: nvidia.com/device-plugin.config=big"), read together.
+  struct Choice {
+    std::string file;
+    std::string origin;
+  };
+  std::optional<Choice> current_choice() const;
 
  private:
   NodeConfigSelector(kube::NodeConfigSource source, kube::ApiServer api);
