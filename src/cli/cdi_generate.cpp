@@ -8,6 +8,7 @@
 #include "cdi/spec_builder.h"
 #include "cdi/spec_writer.h"
 #include "cli/command.h"
+#include "cli/node_config_selector.h"
 #include "config/loader.h"
 #include "server/node_discovery.h"
 
@@ -19,7 +20,7 @@ struct CdiArgs {
 };
 
 int run_cdi_generate(const CdiArgs& args) {
-  auto loaded = kgpu::load_config(args.flags, kgpu::process_environment(), false);
+  auto loaded = kgpu::cli::load_config_as_daemon(args.flags, false);
   if (!loaded) {
     std::cerr << "invalid configuration:\n" << loaded.error().message << "\n";
     return 1;

@@ -2,7 +2,10 @@
 // resources, device IDs, health, NUMA), then exits. `-o json` for machines; `--prefer N` explains
 // the GetPreferredAllocation choice of N devices for each resource. `--live` asks the running plugin
 // (through its sockets next to --kubelet-socket) for the health it advertises now, so XIDs, lost
-// and recovered devices show here; the causes are in the plugin's log.
+// and recovered devices show here; the causes are in the plugin's log. It also asks the kubelet's
+// PodResources API which devices running pods hold, and names the pods that hold IDs this config no
+// longer advertises (the plugin keeps those GPUs Unhealthy until the pods are gone).
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -11,8 +14,10 @@
 
 #include "alloc/preferred.h"
 #include "cli/command.h"
+#include "cli/node_config_selector.h"
 #include "config/loader.h"
 #include "plan/plan.h"
+#include "podresources/client.h"
 #include "server/daemon.h"
 #include "server/node_discovery.h"
 #include "server/plugin_client.h"
@@ -51,6 +56,30 @@ void overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgpu:
   for (auto& g : inv.gpus)
     if (unhealthy_gpu.count(g.uuid) && g.health.healthy)
       g.health = {false, "advertised Unhealthy by the running plugin (see its log for the cause)"};
+}
+
+// Devices running pods hold under IDs the plan does not advertise (a config switch renamed them):
+// the running plugin keeps their GPUs Unhealthy until those pods are gone. Reported as problems.
+void report_held_devices(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
+  const std::string socket = kgpu::podresources::socket_for(config.kubelet_socket);
+  auto pods = kgpu::podresources::list(socket, std::chrono::seconds(2));
+  if (!pods) {
+    plan.problems.push_back("live: cannot list the devices pods hold (" + pods.error().message + ")");
+    return;
+  }
+  for (const auto& c : *pods) {
+    const kgpu::Resource* r = plan.find(c.resource);
+    // Only resources this plugin serves, or served under a vendor domain it advertises.
+    const bool ours = r || std::any_of(plan.resources.begin(), plan.resources.end(), [&](const kgpu::Resource& x) {
+                        return x.name.substr(0, x.name.find('/')) == c.resource.substr(0, c.resource.find('/'));
+                      });
+    if (!ours) continue;
+    for (const auto& id : c.device_ids)
+      if (!r || !r->find(id))
+        plan.problems.push_back("held: pod " + c.pod() + " holds " + c.resource + " " + id +
+                                ", which this config does not advertise; the running plugin keeps that GPU "
+                                "Unhealthy until the pod is gone");
+  }
 }
 
 std::string gib(uint64_t bytes) {
@@ -117,12 +146,16 @@ void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan) {
 }
 
 int run_devices(const DevicesArgs& args) {
-  auto loaded = kgpu::load_config(args.flags, kgpu::process_environment(), false);
+  auto loaded = kgpu::cli::load_config_as_daemon(args.flags, false);
   if (!loaded) {
     std::cerr << "invalid configuration:\n" << loaded.error().message << "\n";
     return 1;
   }
   const auto& config = loaded->config;
+  // Which config this is and why (the Node label's choice under a per-node config), so that what
+  // is shown can be matched to what the daemon serves.
+  const std::string config_file = config.config_file.empty() ? "none (built-in defaults)" : config.config_file;
+  const std::string config_origin = loaded->origins["configFile"];
   kgpu::server::NodeDiscovery discovery;
   auto inv = discovery.discover(config);
   if (!inv) {
@@ -130,9 +163,13 @@ int run_devices(const DevicesArgs& args) {
     return 1;
   }
   auto plan = kgpu::plan(config, *inv);
-  if (args.live) overlay_live_health(config, *inv, plan);
+  if (args.live) {
+    overlay_live_health(config, *inv, plan);
+    report_held_devices(config, plan);
+  }
   if (args.output == "json") {
     auto j = to_json(*inv, plan);
+    j["config"] = {{"file", config.config_file}, {"origin", config_origin}};
     if (args.prefer > 0)
       for (size_t i = 0; i < plan.resources.size(); ++i) {
         const auto& r = plan.resources[i];
@@ -145,6 +182,7 @@ int run_devices(const DevicesArgs& args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
+  std::cout << "Config: " << config_file << " (" << config_origin << ")\n";
   print_text(*inv, plan);
   if (args.prefer > 0) {
     for (const auto& r : plan.resources) {

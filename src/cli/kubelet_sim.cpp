@@ -1,9 +1,10 @@
 // `kgpu kubelet-sim`: the kubelet stand-in (server::KubeletSim) as a command. Serves Registration
-// on DIR/kubelet.sock, prints every registration and ListAndWatch update, and runs steps from
+// on DIR/kubelet.sock and PodResources (the pods it allocated for) on DIR/../pod-resources/kubelet.sock, prints every registration and ListAndWatch update, and runs steps from
 // flags or a script:
 //   wait RESOURCE [COUNT]          until RESOURCE streams COUNT healthy devices (default: any)
-//   allocate RESOURCE ID,ID,...    Allocate those IDs
+//   allocate RESOURCE ID,ID,...    Allocate those IDs for a new pod (default/pod-<n>)
 //   allocate RESOURCE N            GetPreferredAllocation of N healthy devices, then Allocate them
+//   end-pod NAME                   the pod default/NAME ends (PodResources stops listing it)
 //   prefer RESOURCE N [ID,...]     GetPreferredAllocation of N (with must-include IDs)
 //   restart                        simulate a kubelet restart and wait for every plugin to return
 //   exit                           stop here
@@ -92,7 +93,7 @@ void setup_kubelet_sim(CLI::App& root) {
   auto* cmd = root.add_subcommand("kubelet-sim", "A kubelet stand-in: Registration server and device-manager client");
   cmd->add_option("--dir", args->dir, "Device-plugin directory (kubelet.sock is created there)")->required();
   cmd->add_option("--allocate", args->allocations, "RESOURCE=ID,ID or RESOURCE=COUNT, once the resource is up");
-  cmd->add_option("--script", args->script, "File of steps (wait, allocate, prefer, restart, exit)");
+  cmd->add_option("--script", args->script, "File of steps (wait, allocate, prefer, end-pod, restart, exit)");
   cmd->add_option("--restart-after", args->restart_after_ms, "Simulate a kubelet restart after this many ms");
   cmd->add_flag("--once", args->once, "Exit after the steps instead of serving until SIGINT/SIGTERM");
   cmd->add_option("--timeout", args->timeout_s, "Seconds each wait step may take")->capture_default_str();

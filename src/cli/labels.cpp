@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/node_config_selector.h"
 #include "config/go_duration.h"
 #include "config/loader.h"
 #include "labels/context.h"
@@ -88,7 +89,7 @@ int run_daemon(const kgpu::Config& config, kgpu::server::NodeDiscovery& discover
 }
 
 int run_labels(const LabelsArgs& args) {
-  auto loaded = kgpu::load_config(args.flags, kgpu::process_environment(), false);
+  auto loaded = kgpu::cli::load_config_as_daemon(args.flags, false);
   if (!loaded) {
     std::cerr << "invalid configuration:\n" << loaded.error().message << "\n";
     return 1;

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "cli/node_config_selector.h"
 #include "config/loader.h"
 #include "mps/daemon_spec.h"
 #include "mps/supervisor.h"
@@ -29,7 +30,7 @@ struct MpsDaemonArgs {
 
 // The daemons this node needs now: config, then NVML discovery, then the plan's MPS resources.
 kgpu::Result<std::vector<kgpu::MpsDaemonSpec>> current_specs(const MpsDaemonArgs& args) {
-  auto loaded = kgpu::load_config(args.flags, kgpu::process_environment(), false);
+  auto loaded = kgpu::cli::load_config_as_daemon(args.flags, false);
   if (!loaded) return loaded.error();
   const kgpu::Config& config = loaded->config;
   if (!config.mps || config.mps->resources.empty()) return std::vector<kgpu::MpsDaemonSpec>{};

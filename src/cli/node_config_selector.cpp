@@ -33,6 +33,7 @@ bool NodeConfigSelector::choose(const kube::NodeWatcher::Labels& labels) {
   else
     spdlog::info("per-node config: {} -> {}", choice.reason, choice.file.empty() ? "no config file" : choice.file);
   std::lock_guard lock(mu_);
+  origin_ = "Node label of node " + source_.node_name + ": " + choice.reason;
   if (current_ && *current_ == choice.file) return false;
   current_ = choice.file;
   return true;
@@ -62,6 +63,31 @@ void NodeConfigSelector::stop() { watcher_.stop(); }
 std::optional<std::string> NodeConfigSelector::current() const {
   std::lock_guard lock(mu_);
   return current_;
+}
+
+std::optional<NodeConfigSelector::Choice> NodeConfigSelector::current_choice() const {
+  std::lock_guard lock(mu_);
+  if (!current_) return std::nullopt;
+  return Choice{*current_, origin_};
+}
+
+Result<LoadedConfig> load_config_for_node(const ConfigFlags& flags, const std::map<std::string, std::string>& env,
+                                          bool strict, const NodeConfigSelector* selector) {
+  ConfigFlags effective = flags;
+  const auto chosen = selector ? selector->current_choice() : std::nullopt;
+  // The Node's choice beats --config-file and $CONFIG_FILE, as in the daemon; an empty choice (no
+  // label and no default) loads no file at all.
+  if (chosen) effective.set("configFile", "--config-file", chosen->file);
+  auto loaded = load_config(effective, env, strict);
+  if (loaded && chosen) loaded->origins["configFile"] = chosen->origin;
+  return loaded;
+}
+
+Result<LoadedConfig> load_config_as_daemon(const ConfigFlags& flags, bool strict) {
+  const auto env = process_environment();
+  auto selector = NodeConfigSelector::from_env(env);
+  if (selector) selector->choose_now();
+  return load_config_for_node(flags, env, strict, selector.get());
 }
 
 }  // namespace kgpu::cli

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "config/loader.h"
+#include "core/result.h"
 #include "kube/node_config.h"
 #include "kube/node_watcher.h"
 
@@ -28,6 +30,13 @@ class NodeConfigSelector {
   void stop();
   // The file to load, when one was chosen.
   std::optional<std::string> current() const;
+  // The file and where the choice came from (for --print-config and `kgpu devices`, e.g.
+  // "Node label of node n1: nvidia.com/device-plugin.config=big"), read together.
+  struct Choice {
+    std::string file;
+    std::string origin;
+  };
+  std::optional<Choice> current_choice() const;
 
  private:
   NodeConfigSelector(kube::NodeConfigSource source, kube::ApiServer api);
@@ -38,6 +47,16 @@ class NodeConfigSelector {
   kube::NodeSnapshot first_;
   mutable std::mutex mu_;
   std::optional<std::string> current_;
+  std::string origin_;
 };
+
+// The config as `kgpu plugin` loads it: `flags` and `env`, with the config file replaced by the
+// selector's current choice (when it made one) and origins["configFile"] naming that choice.
+Result<LoadedConfig> load_config_for_node(const ConfigFlags& flags, const std::map<std::string, std::string>& env,
+                                          bool strict, const NodeConfigSelector* selector);
+
+// For one-shot subcommands (devices, probe, labels, cdi generate): reads the Node once, like the
+// daemon does at start-up, so that they show the config the daemon serves, not the default.
+Result<LoadedConfig> load_config_as_daemon(const ConfigFlags& flags, bool strict);
 
 }  // namespace kgpu::cli

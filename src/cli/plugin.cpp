@@ -13,6 +13,8 @@
 #include "server/daemon.h"
 #include "server/node_discovery.h"
 #include "cli/node_config_selector.h"
+#include "cli/held_gpu_guard.h"
+#include "podresources/client.h"
 #include "cli/plugin_wiring.h"
 #include "metrics/metrics_server.h"
 #include "metrics/plan_metrics.h"
@@ -36,14 +38,8 @@ int run_plugin(const PluginArgs& args) {
   auto env = kgpu::process_environment();
   // Per-node config (Helm with several configs): the Node's label picks the file.
   auto node_config = kgpu::cli::NodeConfigSelector::from_env(env);
-  auto flags_now = [&args, selector = node_config.get()] {
-    kgpu::ConfigFlags flags = args.flags;
-    if (selector)
-      if (auto file = selector->current()) flags.set("configFile", "--config-file", *file);
-    return flags;
-  };
   if (node_config) node_config->choose_now();
-  auto loaded = kgpu::load_config(flags_now(), env, args.strict);
+  auto loaded = kgpu::cli::load_config_for_node(args.flags, env, args.strict, node_config.get());
   if (!loaded) {
     spdlog::error("invalid configuration:");
     log_lines(spdlog::level::err, loaded.error().message);
@@ -61,15 +57,18 @@ int run_plugin(const PluginArgs& args) {
   kgpu::server::DaemonOptions options;
   options.config = config;
   options.discover = [discovery](const kgpu::Config& c) { return discovery->discover(c); };
-  options.reload_config = [flags_now, strict = args.strict]() -> kgpu::Result<kgpu::Config> {
-    auto reloaded = kgpu::load_config(flags_now(), kgpu::process_environment(), strict);
+  options.reload_config = [&args, selector = node_config.get()]() -> kgpu::Result<kgpu::Config> {
+    auto reloaded = kgpu::cli::load_config_for_node(args.flags, kgpu::process_environment(), args.strict, selector);
     if (!reloaded) return reloaded.error();
     log_lines(spdlog::level::warn, kgpu::format_diagnostics(reloaded->diagnostics));
     return reloaded->config;
   };
-  // An MPS resource is advertised only once `kgpu mps-daemon` reports its control daemon ready.
-  options.plan_filter = [](const kgpu::Config& c, kgpu::ResourcePlan plan) {
-    return kgpu::withhold_unready_mps(std::move(plan), [&c](const kgpu::Resource& r) { return kgpu::mps_ready(c, r); });
+  // An MPS resource is advertised only once `kgpu mps-daemon` reports its control daemon ready;
+  // GPUs that running pods hold under a previous config's IDs stay Unhealthy until the pods end.
+  kgpu::cli::HeldGpuGuard held_gpus(kgpu::podresources::socket_for(config.kubelet_socket));
+  options.plan_filter = [&held_gpus](const kgpu::Config& c, kgpu::ResourcePlan plan) {
+    plan = kgpu::withhold_unready_mps(std::move(plan), [&c](const kgpu::Resource& r) { return kgpu::mps_ready(c, r); });
+    return held_gpus.filter(std::move(plan));
   };
 
   // Metrics first: the registry must exist before any server reports into it.
@@ -105,7 +104,9 @@ int run_plugin(const PluginArgs& args) {
     sysfs_health.on_plan(c, i, p);
   });
   if (node_config) node_config->start([&daemon] { daemon.request_reload(); });
+  held_gpus.start([&daemon] { daemon.update_inventory([](const kgpu::Inventory& i) { return i; }); });
   int rc = daemon.run();
+  held_gpus.stop();
   if (node_config) node_config->stop();
   labels.on_exit();
   if (metrics_server) metrics_server->stop();

@@ -13,6 +13,8 @@ namespace {
 constexpr uint64_t kMiB = 1024 * 1024;
 const std::string kGpuPrefix = "nvidia.com/gpu";
 const std::string kModelPrefix = "kgpu.io/gpu-model.";
+// Under migStrategy mixed: how many GPUs are not in MIG mode (nvidia.com/gpu.count counts all).
+const std::string kFullGpuCountLabel = "kgpu.io/full-gpu.count";
 // The longest suffix appended to a MIG resource name part (".sharing-strategy").
 constexpr size_t kLongestSuffix = 17;
 
@@ -175,11 +177,15 @@ void single_strategy(const Inventory& inventory, const ResourcePlan& plan, Label
   put_mig_attributes(out, kGpuPrefix, *sample);
 }
 
-// `mixed`: full-GPU labels for the GPUs not in MIG mode, and nvidia.com/mig-<profile>.* per
-// profile ('+' becomes '.', as in the resource name).
+// `mixed`: full-GPU labels over every physical GPU, MIG-enabled or not, as GFD writes them (so
+// nvidia.com/gpu.count counts all GPUs: operators' selectors are written against GFD), plus
+// kgpu.io/full-gpu.count, the GPUs not in MIG mode that nvidia.com/gpu actually serves; and
+// nvidia.com/mig-<profile>.* per profile ('+' becomes '.', as in the resource name).
 void mixed_strategy(const Inventory& inventory, const ResourcePlan& plan, Labels& out) {
+  const auto all = nvidia_gpus(inventory, [](const Gpu&) { return true; });
+  if (!all.empty()) put_full_gpu_labels(plan, all, inventory, out);
   const auto full = nvidia_gpus(inventory, [](const Gpu& g) { return !g.mig_enabled; });
-  if (!full.empty()) put_full_gpu_labels(plan, full, inventory, out);
+  if (!all.empty()) out[kFullGpuCountLabel] = std::to_string(full.size());
   struct Profile {
     const Gpu* parent = nullptr;
     const MigDevice* sample = nullptr;

@@ -14,6 +14,7 @@
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "server/edits_proto.h"
+#include "server/pod_resources_sim.h"
 
 namespace kgpu::sim {
 namespace fs = std::filesystem;
@@ -79,6 +80,7 @@ struct KubeletSim::Impl final : v1beta1::Registration::Service {
   std::map<std::string, std::shared_ptr<Stream>> current;  // resource -> live stream
   std::list<std::shared_ptr<Stream>> streams;              // all not yet joined
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<PodResourcesSim> pod_resources;
   bool stopping = false;
 
   void emit(SimEvent::Kind kind, const std::string& resource, std::string message) {
@@ -249,7 +251,10 @@ struct KubeletSim::Impl final : v1beta1::Registration::Service {
   }
 };
 
-KubeletSim::KubeletSim(std::string dir) : impl_(std::make_unique<Impl>()) { impl_->dir = std::move(dir); }
+KubeletSim::KubeletSim(std::string dir) : impl_(std::make_unique<Impl>()) {
+  impl_->dir = std::move(dir);
+  impl_->pod_resources = std::make_unique<PodResourcesSim>(pod_resources_socket());
+}
 KubeletSim::~KubeletSim() { stop(); }
 
 const std::string& KubeletSim::dir() const { return impl_->dir; }
@@ -261,6 +266,8 @@ Status KubeletSim::start() {
     std::lock_guard lock(impl_->mu);
     impl_->stopping = false;
   }
+  // Without PodResources the simulator still works as a device manager: report, do not fail.
+  if (auto st = impl_->pod_resources->start(); !st) impl_->emit(SimEvent::Kind::Error, "", st.error().message);
   return impl_->start_server();
 }
 
@@ -271,8 +278,26 @@ void KubeletSim::stop() {
   }
   impl_->stop_server();
   impl_->stop_streams();
+  impl_->pod_resources->stop();
   std::error_code ec;
   fs::remove(socket_path(), ec);
+}
+
+std::string KubeletSim::pod_resources_socket() const {
+  fs::path dir(impl_->dir);
+  if (!dir.has_filename()) dir = dir.parent_path();  // "/x/device-plugins/"
+  return (dir.parent_path() / "pod-resources" / "kubelet.sock").string();
+}
+
+Result<ContainerEdits> KubeletSim::run_pod(const std::string& pod_namespace, const std::string& name,
+                                           const std::string& resource, const std::vector<std::string>& ids) {
+  auto edits = allocate(resource, ids);
+  if (edits) impl_->pod_resources->add(pod_namespace, name, resource, ids);
+  return edits;
+}
+
+void KubeletSim::delete_pod(const std::string& pod_namespace, const std::string& name) {
+  impl_->pod_resources->remove(pod_namespace, name);
 }
 
 Snapshot KubeletSim::snapshot() const {

@@ -4,7 +4,8 @@
 // Register it dials <dir>/<endpoint>, calls GetDevicePluginOptions and keeps ListAndWatch open,
 // recording every snapshot. Allocate / GetPreferredAllocation are issued on request. restart()
 // behaves like a kubelet restart: every socket in the directory is deleted and kubelet.sock is
-// recreated, so plugins must notice and register again.
+// recreated, so plugins must notice and register again. It also serves the PodResources API
+// (<dir>/../pod-resources/kubelet.sock) for the pods started with run_pod().
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -94,6 +95,14 @@ class KubeletSim {
   Result<std::vector<std::string>> preferred(const std::string& resource, const std::vector<std::string>& available,
                                              const std::vector<std::string>& must_include, int size);
   Status pre_start(const std::string& resource, const std::vector<std::string>& ids);
+
+  // PodResources (v1 List) socket, served from start() to stop(): the kubelet root next to `dir`.
+  std::string pod_resources_socket() const;
+  // A pod with one container getting `ids` of `resource`: Allocate, then the pod is listed by
+  // PodResources until delete_pod().
+  Result<ContainerEdits> run_pod(const std::string& pod_namespace, const std::string& name,
+                                 const std::string& resource, const std::vector<std::string>& ids);
+  void delete_pod(const std::string& pod_namespace, const std::string& name);
 
   // Simulates a kubelet restart: forgets streams, deletes every socket in dir (plugins' too),
   // recreates kubelet.sock. Registration counts are kept so callers can wait for new ones.

@@ -1,5 +1,6 @@
 #include "server/sim_steps.h"
 
+#include <atomic>
 #include <sstream>
 
 namespace kgpu::sim {
@@ -80,6 +81,12 @@ Status run_sim_steps(KubeletSim& sim, const std::vector<std::string>& steps, std
           << std::endl;
       continue;
     }
+    if (verb == "end-pod") {
+      if (words.size() < 2) return Error::invalid("step \"" + line + "\" needs a pod name");
+      sim.delete_pod("default", words[1]);
+      out << "[kubelet-sim] pod default/" << words[1] << " ended" << std::endl;
+      continue;
+    }
     if (words.size() < 2) return Error::invalid("step \"" + line + "\" needs a resource name");
     const std::string& resource = words[1];
     if (verb == "wait") {
@@ -100,17 +107,20 @@ Status run_sim_steps(KubeletSim& sim, const std::vector<std::string>& steps, std
       } else {
         ids = split(words[2], ',');
       }
-      auto edits = sim.allocate(resource, ids);
+      // As a kubelet does, the devices then belong to a running pod, listed by PodResources.
+      static std::atomic<int> pods{0};
+      const std::string pod = "pod-" + std::to_string(++pods);
+      auto edits = sim.run_pod("default", pod, resource, ids);
       if (!edits) {
         out << "[kubelet-sim] Allocate " << resource << " " << join(ids) << " failed: " << edits.error().message
             << std::endl;
         return Error::invalid("Allocate failed: " + edits.error().message);
       }
-      out << "[kubelet-sim] Allocate " << resource << " " << join(ids) << ":\n";
+      out << "[kubelet-sim] Allocate " << resource << " " << join(ids) << " for pod default/" << pod << ":\n";
       print_edits(*edits, out);
       out.flush();
     } else {
-      return Error::invalid("unknown step \"" + verb + "\" (wait, allocate, prefer, restart, exit)");
+      return Error::invalid("unknown step \"" + verb + "\" (wait, allocate, prefer, end-pod, restart, exit)");
     }
   }
   return ok_status();

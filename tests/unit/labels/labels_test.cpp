@@ -286,9 +286,23 @@ TEST_F(LabelsTest, MigMixedPerProfileLabels) {
   EXPECT_THAT(got, Contains(Pair("nvidia.com/mig-1g.5gb.me.engines.jpeg", "1")));
   EXPECT_THAT(got, Contains(Pair("nvidia.com/mig-1g.5gb.me.product", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gbme")));
   EXPECT_THAT(got, Not(Contains(Key("nvidia.com/mig-3g.20gb.family"))));
-  // The full GPU keeps the nvidia.com/gpu labels.
-  EXPECT_THAT(got, Contains(Pair("nvidia.com/gpu.count", "1")));
+  // As GFD: nvidia.com/gpu.count counts every physical GPU, MIG-enabled or not; the full GPU's
+  // sharing wins. kgpu.io/full-gpu.count says how many GPUs nvidia.com/gpu serves whole.
+  EXPECT_THAT(got, Contains(Pair("nvidia.com/gpu.count", "2")));
+  EXPECT_THAT(got, Contains(Pair("nvidia.com/gpu.replicas", "1")));
   EXPECT_THAT(got, Contains(Pair("nvidia.com/gpu.family", "ampere")));
+  EXPECT_THAT(got, Contains(Pair("kgpu.io/full-gpu.count", "1")));
+}
+
+TEST_F(LabelsTest, MigMixedWithEveryGpuInMigModeCountsThemLikeGfd) {
+  config.mig_strategy = MigStrategy::Mixed;
+  const auto inv = mig_node({{mig("1g.5gb", 0, 4864, 14)}, {mig("1g.5gb", 0, 4864, 14)}});
+  const Labels got = run(inv, mig_plan(inv, "nvidia.com/mig-1g.5gb"));
+  EXPECT_THAT(got, Contains(Pair("nvidia.com/gpu.count", "2")));
+  EXPECT_THAT(got, Contains(Pair("nvidia.com/gpu.replicas", "0")));  // no full GPU is offered
+  EXPECT_THAT(got, Contains(Pair("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB")));
+  EXPECT_THAT(got, Contains(Pair("kgpu.io/full-gpu.count", "0")));
+  EXPECT_THAT(got, Contains(Pair("nvidia.com/mig-1g.5gb.count", "2")));
 }
 
 TEST_F(LabelsTest, MigEnabledUnderStrategyNoneReportsNoReplicas) {

@@ -68,9 +68,50 @@ default
 {{- end -}}
 {{- end -}}
 
-{{/* Whether MIG may be in use, as NVIDIA's chart decides it (a config file may always turn it on). */}}
+{{/* Least privilege: a host folder is mounted and a capability granted only when the values or
+     a config may need it. The embedded configs (config.map) are read at render time; an existing
+     ConfigMap (config.name) cannot be, so then every feature counts as possibly used. */}}
+{{- define "kgpu.configsUnknown" -}}
+{{- if .Values.config.name -}}true{{- end -}}
+{{- end -}}
+
+{{/* Every embedded config's text, one after the other (empty without config.map). */}}
+{{- define "kgpu.configText" -}}
+{{- range $name, $text := .Values.config.map }}
+{{ $text }}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when a config may set `key` (YAML `key: v` or JSON `"key": "v"`) to a value matching `values`.
+     Called with (list $ key values-regex). */}}
+{{- define "kgpu.configSets" -}}
+{{- $root := index . 0 -}}
+{{- $pattern := printf `%s["']?\s*:\s*["']?[^\n]*(%s)` (index . 1) (index . 2) -}}
+{{- if or (include "kgpu.configsUnknown" $root) (regexMatch $pattern (include "kgpu.configText" $root)) -}}true{{- end -}}
+{{- end -}}
+
+{{/* Whether MIG may be in use: migStrategy single/mixed in the values or a config. */}}
 {{- define "kgpu.migMayBeEnabled" -}}
-{{- if or (include "kgpu.hasConfig" .) (and .Values.migStrategy (ne (toString .Values.migStrategy) "none")) -}}true{{- end -}}
+{{- $fromValues := and .Values.migStrategy (ne (toString .Values.migStrategy) "none") -}}
+{{- if or $fromValues (include "kgpu.configSets" (list . "migStrategy" "single|mixed")) -}}true{{- end -}}
+{{- end -}}
+
+{{/* Whether a device list strategy matching `strategies` may be in use. Called with (list $ regex). */}}
+{{- define "kgpu.deviceListMayUse" -}}
+{{- $root := index . 0 -}}
+{{- $fromValues := regexMatch (index . 1) (toString (default "" $root.Values.deviceListStrategy)) -}}
+{{- if or $fromValues (include "kgpu.configSets" (list $root "deviceListStrategy" (index . 1))) -}}true{{- end -}}
+{{- end -}}
+
+{{/* CDI specs are written to /var/run/cdi only under the cdi-annotations / cdi-cri strategies. */}}
+{{- define "kgpu.cdiMayBeUsed" -}}
+{{- include "kgpu.deviceListMayUse" (list . "cdi-annotations|cdi-cri") -}}
+{{- end -}}
+
+{{/* The MPS folders are mounted only when mps.enabled and a config may share GPUs with MPS
+     (`sharing.mps`; only a config file can turn MPS on). */}}
+{{- define "kgpu.mpsMayBeUsed" -}}
+{{- if and .Values.mps.enabled (or (include "kgpu.configsUnknown" .) (regexMatch `(^|[\s{,"'])mps["']?\s*:` (include "kgpu.configText" .))) -}}true{{- end -}}
 {{- end -}}
 
 {{/* The container securityContext: the user's, else NVIDIA's rules, least privilege by default.
@@ -83,7 +124,7 @@ default
 {{- else if .Values.compatWithCPUManager -}}
 privileged: true
 runAsUser: 0
-{{- else if or (include "kgpu.migMayBeEnabled" .) (contains "volume-mounts" (toString .Values.deviceListStrategy)) -}}
+{{- else if or (include "kgpu.migMayBeEnabled" .) (include "kgpu.deviceListMayUse" (list . "volume-mounts")) -}}
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 runAsUser: 0
