@@ -129,8 +129,9 @@ Status MpsSupervisor::start(Daemon& d, int stop_fd) {
   auto pidfd = mps::open_pidfd(*pid);
   if (!pidfd) return pidfd.error();
   UniqueFd owned(*pidfd);
-  // Subreaper: the daemon that -d left behind is our child. Anything else was planted or reused.
-  if (!mps::is_own_child(owned.get()))
+  // Subreaper: the daemon that -d left behind is our child (or, while a double fork settles, our
+  // grandchild). Anything else was planted or reused.
+  if (!mps::is_own_descendant(*pid, owned.get()))
     return Error::unavailable("PID " + std::to_string(*pid) + " in " + pid_file(s) +
                               " is not a control daemon this supervisor started; not tracking it");
   d.pid = *pid;
