@@ -31,10 +31,11 @@ void MpsReadinessWatcher::on_plan(const Config& config, const ResourcePlan& plan
   std::vector<std::string> markers;
   for (const auto& r : plan.resources)
     if (r.sharing == SharingKind::Mps) markers.push_back(mps_ready_marker(config.mps_root, r.name));
-  // The same markers stay watched (a marker rewritten by a restarted supervisor is a new inode, but
-  // it is only advertised again after a re-plan, which comes here with the re-armed watch).
-  if (markers == markers_ && (thread_.joinable() || markers.empty())) return;
+  // The same markers stay watched until an event; then they are watched again by path, since the
+  // inode behind a path may have changed.
+  if (markers == markers_ && !rearm_ && (thread_.joinable() || markers.empty())) return;
   stop();
+  rearm_ = false;
   markers_ = markers;
   if (markers.empty()) return;
   inotify_fd_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
@@ -69,6 +70,7 @@ void MpsReadinessWatcher::run() {
     while (::read(inotify_fd, buffer, sizeof(buffer)) > 0) {
     }
     spdlog::info("mps: a readiness marker was released (supervisor stopped or died); re-checking MPS resources");
+    rearm_ = true;
     on_change_();
   }
 }

@@ -5,8 +5,8 @@
 // that as IN_CLOSE_WRITE on the marker). Either way `on_change` runs (on the watcher's thread), and
 // the plugin re-plans, which withholds the resource again (mps_ready). No timer: an idle node causes
 // no wake-ups.
+#include <atomic>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +34,9 @@ class MpsReadinessWatcher {
 
   std::function<void()> on_change_;
   std::vector<std::string> markers_;
+  // Set by the thread on an event: the watched inode may be gone or replaced (a supervisor that
+  // restarted at once renames a new marker into place), so the next on_plan re-arms.
+  std::atomic<bool> rearm_{false};
   std::thread thread_;
   UniqueFd inotify_fd_, stop_fd_;
 };
