@@ -19,6 +19,7 @@
 #include "metrics/metrics_server.h"
 #include "metrics/plan_metrics.h"
 #include "mps/readiness.h"
+#include "mps/readiness_watcher.h"
 
 namespace {
 
@@ -93,6 +94,9 @@ int run_plugin(const PluginArgs& args) {
   kgpu::cli::LabelsWriter labels(static_cast<int64_t>(std::time(nullptr)));
   kgpu::cli::CdiWriter cdi;
   kgpu::cli::SysfsHealthWatcher sysfs_health(daemon);
+  // An MPS supervisor that stops or dies withdraws its resource (re-plan: mps_ready says no).
+  kgpu::MpsReadinessWatcher mps_readiness(
+      [&daemon] { daemon.update_inventory([](const kgpu::Inventory& i) { return i; }); });
   if (metrics_server)
     daemon.on_plan_changed([&metrics](const kgpu::Config&, const kgpu::Inventory&, const kgpu::ResourcePlan& plan) {
       kgpu::record_plan(metrics, plan);
@@ -102,6 +106,7 @@ int run_plugin(const PluginArgs& args) {
     labels.on_plan(c, i, p);
     health.on_plan(c, i, p);
     sysfs_health.on_plan(c, i, p);
+    mps_readiness.on_plan(c, p);
   });
   if (node_config) node_config->start([&daemon] { daemon.request_reload(); });
   held_gpus.start([&daemon] { daemon.update_inventory([](const kgpu::Inventory& i) { return i; }); });

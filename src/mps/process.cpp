@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstdint>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 extern char** environ;
@@ -112,6 +113,39 @@ bool is_own_child(int pidfd) {
   siginfo_t info{};
   return ::waitid(static_cast<idtype_t>(kPidfdIdType), static_cast<id_t>(pidfd), &info,
                   WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+namespace {
+
+// The parent PID from /proc/<pid>/stat ("pid (comm) state ppid ..."; comm may hold ") ").
+int parent_of(int pid) {
+  UniqueFd fd(::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return -1;
+  char buf[512];
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* close = std::strrchr(buf, ')');
+  int ppid = -1;
+  char state = 0;
+  if (close == nullptr || std::sscanf(close + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return ppid;
+}
+
+}  // namespace
+
+bool is_own_descendant(int pid, int pidfd) {
+  if (is_own_child(pidfd)) return true;
+  const int self = ::getpid();
+  int p = pid;
+  for (int depth = 0; depth < 16 && p > 1; ++depth) {
+    p = parent_of(p);
+    if (p == self) {
+      // The chain was read from /proc by PID: it was about our process only if it is still alive.
+      return !wait_readable(pidfd, std::chrono::milliseconds(0));
+    }
+  }
+  return false;
 }
 
 void reap_pidfd(int pidfd) {

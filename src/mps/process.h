@@ -46,6 +46,11 @@ Result<int> open_pidfd(int pid);
 // become_subreaper) that has not been reaped: only then may it be signalled or waited for.
 bool is_own_child(int pidfd);
 
+// True when `pidfd` (opened for `pid`) names a child of ours or a live descendant of ours (a
+// daemonising program whose intermediate process has not exited yet; once it has, the daemon is
+// reparented to us as the subreaper). Never true for an unrelated process.
+bool is_own_descendant(int pid, int pidfd);
+
 // Reaps the child behind `pidfd` if it has exited (no-op for a running child or a non-child).
 void reap_pidfd(int pidfd);
 

@@ -129,8 +129,9 @@ Status MpsSupervisor::start(Daemon& d, int stop_fd) {
   auto pidfd = mps::open_pidfd(*pid);
   if (!pidfd) return pidfd.error();
   UniqueFd owned(*pidfd);
-  // Subreaper: the daemon that -d left behind is our child. Anything else was planted or reused.
-  if (!mps::is_own_child(owned.get()))
+  // Subreaper: the daemon that -d left behind is our child (or, while a double fork settles, our
+  // grandchild). Anything else was planted or reused.
+  if (!mps::is_own_descendant(*pid, owned.get()))
     return Error::unavailable("PID " + std::to_string(*pid) + " in " + pid_file(s) +
                               " is not a control daemon this supervisor started; not tracking it");
   d.pid = *pid;
@@ -217,6 +218,7 @@ Status MpsSupervisor::run(int stop_fd, int child_fd) {
     try_start(d);
   }
 
+  Status failure = ok_status();
   while (!stop_requested(stop_fd)) {
     std::vector<pollfd> fds{{stop_fd, POLLIN, 0}, {child_fd, POLLIN, 0}};
     std::vector<Daemon*> watched;
@@ -235,7 +237,10 @@ Status MpsSupervisor::run(int stop_fd, int child_fd) {
       timeout = static_cast<int>(std::clamp<int64_t>(left, 0, 24 * 3600 * 1000));
     }
     const int n = ::poll(fds.data(), fds.size(), timeout);
-    if (n < 0 && errno != EINTR) return Error::internal("poll failed in the MPS supervisor");
+    if (n < 0 && errno != EINTR) {
+      failure = Error::internal(std::string("poll failed in the MPS supervisor: ") + std::strerror(errno));
+      break;  // still stop every daemon
+    }
     if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) break;
     if (n > 0 && (fds[1].revents & POLLIN)) {
       char buf[sizeof(signalfd_siginfo) * 8];
@@ -259,7 +264,7 @@ Status MpsSupervisor::run(int stop_fd, int child_fd) {
   for (auto& d : daemons_) all.push_back(&d);
   stop_daemons(all);
   mps::reap_exited_children();
-  return ok_status();
+  return failure;
 }
 
 }  // namespace kgpu

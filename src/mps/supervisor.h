@@ -47,7 +47,8 @@ class MpsSupervisor {
   // Runs until `stop_fd` becomes readable (a signalfd for SIGTERM, or a pipe in tests), then stops
   // every daemon and removes the readiness markers. A daemon that cannot start is retried with
   // backoff rather than failing the whole run, so one bad resource never stops the others.
-  // `child_fd` (optional, e.g. a signalfd for SIGCHLD) wakes the loop to reap exited children.
+  // `child_fd` (optional; a non-blocking signalfd for SIGCHLD) wakes the loop to reap exited
+  // children. An internal failure (poll) still stops every daemon before it is returned.
   Status run(int stop_fd, int child_fd = -1);
 
  private:

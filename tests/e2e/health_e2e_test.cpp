@@ -252,6 +252,7 @@ TEST_F(HealthE2E, SigtermRightAfterTheMonitorWasReplacedExitsAtOnce) {
   auto plugin = start(options);
   ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
   ASSERT_TRUE(wait_watching(*plugin)) << diagnostics(*plugin);
+  ASSERT_TRUE(control.wait_waiting(20s)) << diagnostics(*plugin);  // parked in its 10-minute wait
   auto ids = sim->snapshot().find(kGpu)->device_ids();
   // Every GPU lost: the monitor is replaced by one that probes them.
   for (const auto& id : ids) ASSERT_TRUE(control.set_lost(id, true));

@@ -39,6 +39,9 @@ nvmlReturn_t wait_event(nvmlEventSet_t set, unsigned timeout_ms, nvmlEventData_t
   Simulator* sim = live_simulator();
   if (sim == nullptr) return NVML_ERROR_UNINITIALIZED;
   if (out == nullptr || !sim->valid_set(set)) return NVML_ERROR_INVALID_ARGUMENT;
+  // Tests that need a thread parked in this wait (it cannot be interrupted in the real library)
+  // wait for this acknowledgement.
+  if (set->pending.empty()) sim->note_waiting();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   set->cv.wait_until(lock, deadline, [&] { return !set->pending.empty() || !sim->active(); });
   if (!sim->active()) return NVML_ERROR_UNINITIALIZED;

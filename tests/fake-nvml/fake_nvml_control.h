@@ -71,6 +71,12 @@ class Control {
     return wait_for_ack("registered " + std::string(gpu_uuid) + " ", timeout, [] { return true; });
   }
 
+  // True once some thread has blocked in nvmlEventSetWait with nothing pending (it then stays
+  // there until an event or its timeout: the real library offers no way to interrupt it).
+  bool wait_waiting(std::chrono::milliseconds timeout) {
+    return wait_for_ack("waiting\n", timeout, [] { return true; });
+  }
+
   // Sends one raw command line (see FLEET_FORMAT.md).
   bool send(const std::string& command) {
     int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);

@@ -80,6 +80,9 @@ class Simulator {
   // Applies one control-channel line. Unknown or malformed lines are reported on stderr and ignored.
   void apply_command(const std::string& line);
 
+  // Acknowledges "waiting" on the control channel: a thread is about to block in nvmlEventSetWait.
+  void note_waiting() const { ack("waiting"); }
+
   // After the last nvmlShutdown: waiters return UNINITIALIZED.
   void deactivate();
   bool active() const { return active_; }

@@ -285,7 +285,7 @@ TEST_F(MonitorTest, StopWhileInsideNvmlKeepsTheThreadUntilItIsOut) {
   options.idle_wait_ms = 400;  // parked in NVML for longer than the grace below
   options.stop_grace = 10ms;
   start_monitor(inv, options);
-  ASSERT_TRUE(ctl_->wait_registered(inv.gpus[1].uuid, 5s));
+  ASSERT_TRUE(ctl_->wait_waiting(5s));  // the event thread is parked in nvmlEventSetWait
   EXPECT_FALSE(monitor_->stop());
   EXPECT_FALSE(monitor_->finished()) << "the thread is still inside NVML and still ours";
   ASSERT_TRUE(eventually([&] { return monitor_->finished(); }));

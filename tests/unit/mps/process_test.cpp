@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "mps/process.h"
+#include "support/eventually.h"
 
 namespace kgpu::mps {
 namespace {
@@ -117,6 +119,39 @@ TEST(IsOwnChild, TrueForASpawnedChildFalseForAnyOtherProcess) {
   auto rc = finish_program(*child, std::chrono::steady_clock::now() + 10s);
   ASSERT_TRUE(rc.ok()) << rc.error().message;
   EXPECT_EQ(*rc, 128 + SIGKILL);
+}
+
+}  // namespace
+}  // namespace kgpu::mps
+
+namespace kgpu::mps {
+namespace {
+
+// A daemon whose intermediate parent has not exited yet is still recognised as ours; a process
+// outside our tree never is.
+TEST(IsOwnDescendant, GrandchildYesUnrelatedProcessNo) {
+  const auto file = std::filesystem::path(::testing::TempDir()) / ("kgpu-grandchild-" + std::to_string(::getpid()));
+  auto parent = spawn_program({"sh", "-c", "sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > \"$OUT\"; wait"},
+                              {{"OUT", file.string()}}, "");
+  ASSERT_TRUE(parent.ok()) << parent.error().message;
+  int grandchild = -1;
+  ASSERT_TRUE(test::eventually([&] {
+    std::ifstream in(file);
+    return static_cast<bool>(in >> grandchild) && grandchild > 0;
+  }));
+  auto fd = open_pidfd(grandchild);
+  ASSERT_TRUE(fd.ok());
+  EXPECT_FALSE(is_own_child(*fd));
+  EXPECT_TRUE(is_own_descendant(grandchild, *fd));
+  auto unrelated = open_pidfd(::getppid());
+  ASSERT_TRUE(unrelated.ok());
+  EXPECT_FALSE(is_own_descendant(::getppid(), *unrelated));
+  ::close(*unrelated);
+  signal_pidfd(*fd, SIGKILL);
+  ::close(*fd);
+  auto rc = finish_program(*parent, std::chrono::steady_clock::now() + 10s);
+  EXPECT_TRUE(rc.ok());
+  std::filesystem::remove(file);
 }
 
 }  // namespace
