@@ -9,6 +9,7 @@
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -53,6 +54,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   node->inventory = kgpu::fuzz::discover_fleet("dgx-a100");
   std::string pattern = (fs::temp_directory_path() / "kgpu-fuzz-driver-XXXXXX").string();
   if (!::mkdtemp(pattern.data())) __builtin_trap();
+  static const std::string top = pattern;
+  std::atexit([] {
+    std::error_code ec;
+    fs::remove_all(top, ec);
+  });
   node->root = pattern + "/root";
   node->spec_dir = pattern + "/cdi";
   const std::string& v = node->inventory.driver_version;
