@@ -1,0 +1,146 @@
+#include "telemetry/nvml_reader.h"
+
+#include <spdlog/spdlog.h>
+
+namespace kgpu::telemetry {
+
+namespace {
+constexpr double kMiB = 1024.0 * 1024.0;
+// DCGM treats memory temperatures above this as a failed reading (a sensor glitch), not a value.
+constexpr unsigned kMaxMemoryTemperature = 200;
+
+// Calls a GPU model simply lacks are not problems: logged at debug, not as warnings.
+bool unsupported(nvmlReturn_t code) {
+  return code == NVML_ERROR_NOT_SUPPORTED || code == NVML_ERROR_FUNCTION_NOT_FOUND;
+}
+}  // namespace
+
+NvmlReader::NvmlReader(std::shared_ptr<NvmlLibrary> nvml) : nvml_(std::move(nvml)) {
+  if (auto st = nvml_->init(); st) {
+    initialised_ = true;
+  } else {
+    spdlog::warn("telemetry: NVML init failed, GPU series stay empty: {}", st.error().message);
+  }
+}
+
+NvmlReader::~NvmlReader() {
+  if (initialised_) nvml_->shutdown();
+}
+
+void NvmlReader::set_targets(std::vector<Target> targets) {
+  targets_ = std::move(targets);
+  slots_.assign(targets_.size(), Slot{});
+}
+
+void NvmlReader::note(size_t slot, Field field, bool ok, const Error* error) {
+  State& state = slots_[slot].fields[static_cast<size_t>(field)];
+  const State next = ok ? State::Answering : State::Failing;
+  if (state == next) return;
+  const Target& t = targets_[slot];
+  const std::string who = t.gpu_instance_id ? fmt::format("{} GPU instance {}", t.uuid, *t.gpu_instance_id) : t.uuid;
+  if (!ok && error != nullptr) {
+    spdlog::log(state == State::Unknown ? spdlog::level::debug : spdlog::level::warn,
+                "telemetry: {}: {} left out: {}", who, info(field).name, error->message);
+  } else if (ok && state == State::Failing) {
+    spdlog::info("telemetry: {}: {} answers again", who, info(field).name);
+  }
+  state = next;
+}
+
+template <typename T>
+bool NvmlReader::take(size_t slot, Field field, const NvmlResult<T>& result) {
+  ++calls_;
+  if (result) {
+    note(slot, field, true, nullptr);
+    return true;
+  }
+  // A model that never had the reading logs at debug only; anything else is a warning.
+  State& state = slots_[slot].fields[static_cast<size_t>(field)];
+  if (!unsupported(result.nvml_code()) && state == State::Unknown) state = State::Answering;
+  note(slot, field, false, &result.error());
+  return false;
+}
+
+void NvmlReader::read_gpu(size_t slot, nvmlDevice_t h, Reading& r) {
+  const NvmlLibrary& n = *nvml_;
+  if (auto v = n.clock_mhz(h, NVML_CLOCK_SM); take(slot, Field::SmClock, v)) r[Field::SmClock] = *v;
+  if (auto v = n.clock_mhz(h, NVML_CLOCK_MEM); take(slot, Field::MemClock, v)) r[Field::MemClock] = *v;
+  if (auto v = n.memory_temperature(h); take(slot, Field::MemoryTemp, v)) {
+    if (*v <= kMaxMemoryTemperature) r[Field::MemoryTemp] = *v;
+  }
+  if (auto v = n.temperature(h); take(slot, Field::GpuTemp, v)) r[Field::GpuTemp] = *v;
+  if (auto v = n.power_usage_mw(h); take(slot, Field::PowerUsage, v)) r[Field::PowerUsage] = *v / 1000.0;
+  if (auto v = n.total_energy_mj(h); take(slot, Field::TotalEnergyConsumption, v))
+    r[Field::TotalEnergyConsumption] = static_cast<double>(*v);
+  if (auto v = n.pcie_replay_counter(h); take(slot, Field::PcieReplayCounter, v)) r[Field::PcieReplayCounter] = *v;
+  if (auto v = n.utilization(h); take(slot, Field::GpuUtil, v)) {
+    r[Field::GpuUtil] = v->gpu;
+    r[Field::MemCopyUtil] = v->memory;
+  }
+  if (auto v = n.encoder_utilization(h); take(slot, Field::EncUtil, v)) r[Field::EncUtil] = *v;
+  if (auto v = n.decoder_utilization(h); take(slot, Field::DecUtil, v)) r[Field::DecUtil] = *v;
+  read_instance(slot, h, r);
+  struct Ecc {
+    Field field;
+    nvmlMemoryErrorType_t type;
+    nvmlEccCounterType_t counter;
+  };
+  static constexpr Ecc kEcc[] = {
+      {Field::EccSbeVolTotal, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC},
+      {Field::EccDbeVolTotal, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC},
+      {Field::EccSbeAggTotal, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC},
+      {Field::EccDbeAggTotal, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC},
+  };
+  for (const auto& e : kEcc) {
+    if (auto v = n.total_ecc_errors(h, e.type, e.counter); take(slot, e.field, v))
+      r[e.field] = static_cast<double>(*v);
+  }
+  if (auto v = n.remapped_rows(h); take(slot, Field::UncorrectableRemappedRows, v)) {
+    r[Field::UncorrectableRemappedRows] = v->uncorrectable;
+    r[Field::CorrectableRemappedRows] = v->correctable;
+    r[Field::RowRemapFailure] = v->failed ? 1 : 0;
+  }
+}
+
+void NvmlReader::read_instance(size_t slot, nvmlDevice_t h, Reading& r) {
+  if (auto v = nvml_->memory_reading(h); take(slot, Field::FbUsed, v)) {
+    // Whole MiB, as DCGM reports them.
+    r[Field::FbFree] = static_cast<double>(v->free / static_cast<unsigned long long>(kMiB));
+    r[Field::FbUsed] = static_cast<double>(v->used / static_cast<unsigned long long>(kMiB));
+    if (v->reserved) r[Field::FbReserved] = static_cast<double>(*v->reserved / static_cast<unsigned long long>(kMiB));
+  }
+}
+
+size_t NvmlReader::read(std::vector<Reading>& readings) {
+  calls_ = 0;
+  readings.resize(targets_.size());
+  for (size_t i = 0; i < targets_.size(); ++i) {
+    Reading& r = readings[i];
+    r.clear();
+    if (!initialised_) continue;
+    Slot& slot = slots_[i];
+    if (slot.handle == nullptr) {
+      auto h = nvml_->device_by_uuid(targets_[i].read_uuid);
+      ++calls_;
+      if (!h) {
+        if (slot.handle_state != State::Failing)
+          spdlog::warn("telemetry: {}: no NVML handle, its series are left out: {}", targets_[i].read_uuid,
+                       h.error().message);
+        slot.handle_state = State::Failing;
+        continue;
+      }
+      if (slot.handle_state == State::Failing)
+        spdlog::info("telemetry: {}: NVML handle found again", targets_[i].read_uuid);
+      slot.handle_state = State::Answering;
+      slot.handle = *h;
+    }
+    if (targets_[i].gpu_instance_id) {
+      read_instance(i, slot.handle, r);
+    } else {
+      read_gpu(i, slot.handle, r);
+    }
+  }
+  return calls_;
+}
+
+}  // namespace kgpu::telemetry
