@@ -46,6 +46,8 @@ class Collector {
   // Reads performed so far and NVML calls of the last one (tests, benchmarks).
   uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
   size_t last_calls() const { return last_calls_.load(std::memory_order_relaxed); }
+  // Scrapes now waiting for an in-flight read (tests line up concurrent scrapes with it).
+  size_t waiting_scrapes() const { return flight_.waiting(); }
 
  private:
   std::shared_ptr<const std::string> scrape_once();

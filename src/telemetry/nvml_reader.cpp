@@ -50,9 +50,22 @@ void NvmlReader::note(size_t slot, Field field, bool ok, const Error* error) {
 template <typename T>
 bool NvmlReader::take(size_t slot, Field field, const NvmlResult<T>& result) {
   ++calls_;
+  Slot& s = slots_[slot];
   if (result) {
+    if (s.lost) {
+      spdlog::info("telemetry: {}: GPU answers again; its series are back", targets_[slot].read_uuid);
+      s.lost = false;
+      s.fields.fill(State::Unknown);
+    }
     note(slot, field, true, nullptr);
     return true;
+  }
+  if (result.nvml_code() == NVML_ERROR_GPU_IS_LOST) {
+    if (!s.lost)
+      spdlog::warn("telemetry: {}: GPU is lost; its series are left out until it answers again",
+                   targets_[slot].read_uuid);
+    s.lost = true;
+    return false;
   }
   // A model that never had the reading logs at debug only; anything else is a warning.
   State& state = slots_[slot].fields[static_cast<size_t>(field)];

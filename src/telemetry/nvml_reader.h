@@ -36,6 +36,7 @@ class NvmlReader final : public ReadingSource {
   struct Slot {
     nvmlDevice_t handle = nullptr;
     State handle_state = State::Unknown;
+    bool lost = false;  // GPU_IS_LOST: one log line for the GPU, not one per series
     std::array<State, kFieldCount> fields{};
   };
 
