@@ -383,6 +383,9 @@ typedef struct nvmlFieldValue_st {
 } nvmlFieldValue_t;
 
 #define NVML_FI_DEV_MEMORY_TEMP 82
+/* NVLink data throughput counters in KiB; scopeId = link, or all links with 0xFFFFFFFF. */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139
 
 typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t device, nvmlUtilization_t* utilization);
 typedef nvmlReturn_t (*nvmlDeviceGetEncoderUtilization_fn)(nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs);

@@ -657,6 +657,23 @@ NvmlResult<RemappedRows> NvmlLibrary::remapped_rows(nvmlDevice_t d) const {
   return RemappedRows{corr, unc, pending != 0, failed != 0};
 }
 
+NvmlResult<unsigned long long> NvmlLibrary::nvlink_data_kib(nvmlDevice_t d) const {
+  using KiB = unsigned long long;
+  nvmlFieldValue_t fields[2]{};
+  fields[0].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+  fields[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+  fields[0].scopeId = fields[1].scopeId = 0xFFFFFFFFU;  // all links
+  KGPU_NVML_CALL(KiB, telemetry_symbols().field_values, "nvmlDeviceGetFieldValues", d, 2, fields);
+  KiB total = 0;
+  for (const auto& f : fields) {
+    if (f.nvmlReturn != NVML_SUCCESS) return fail<KiB>("nvmlDeviceGetFieldValues(NVLINK_THROUGHPUT_DATA)", f.nvmlReturn);
+    if (f.valueType != NVML_VALUE_TYPE_UNSIGNED_LONG_LONG)
+      return fail<KiB>("nvmlDeviceGetFieldValues(NVLINK_THROUGHPUT_DATA): unexpected value type", NVML_ERROR_UNKNOWN);
+    total += f.value.ullVal;
+  }
+  return total;
+}
+
 #undef KGPU_NVML_CALL
 
 Error::Code nvml_error_code(nvmlReturn_t code) {

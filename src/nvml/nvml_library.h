@@ -149,6 +149,8 @@ class NvmlLibrary {
   NvmlResult<unsigned long long> total_ecc_errors(nvmlDevice_t d, nvmlMemoryErrorType_t type,
                                                   nvmlEccCounterType_t counter) const;
   NvmlResult<RemappedRows> remapped_rows(nvmlDevice_t d) const;
+  // NVLink data sent + received over all links since the driver loaded, KiB (field values).
+  NvmlResult<unsigned long long> nvlink_data_kib(nvmlDevice_t d) const;
 
   // The table of resolved entry points; nullptr for an optional one the library lacks.
   struct Symbols;

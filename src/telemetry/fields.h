@@ -29,6 +29,7 @@ enum class Field : uint8_t {
   EccDbeVolTotal,
   EccSbeAggTotal,
   EccDbeAggTotal,
+  NvlinkBandwidthTotal,
   UncorrectableRemappedRows,
   CorrectableRemappedRows,
   RowRemapFailure,
@@ -62,6 +63,9 @@ inline constexpr std::array<FieldInfo, kFieldCount> kFields{{
     {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.", false},
     {"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Total number of single-bit persistent ECC errors.", false},
     {"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors.", false},
+    // DCGM reports the rate over its last sampling interval (delta / seconds / 1000) under the CSV's
+    // counter type; kgpu does the same over the interval since the previous scrape.
+    {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes", false},
     {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors", false},
     {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors", false},
     {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed", false},

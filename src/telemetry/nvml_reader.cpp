@@ -108,6 +108,16 @@ void NvmlReader::read_gpu(size_t slot, nvmlDevice_t h, Reading& r) {
     if (auto v = n.total_ecc_errors(h, e.type, e.counter); take(slot, e.field, v))
       r[e.field] = static_cast<double>(*v);
   }
+  if (auto v = n.nvlink_data_kib(h); take(slot, Field::NvlinkBandwidthTotal, v)) {
+    Slot& s = slots_[slot];
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - s.nvlink_at).count();
+    // A counter that went back (driver reload) starts a new interval instead of a negative rate.
+    if (s.nvlink_kib && *v >= *s.nvlink_kib && seconds > 0)
+      r[Field::NvlinkBandwidthTotal] = static_cast<double>(*v - *s.nvlink_kib) / seconds / 1000.0;
+    s.nvlink_kib = *v;
+    s.nvlink_at = now;
+  }
   if (auto v = n.remapped_rows(h); take(slot, Field::UncorrectableRemappedRows, v)) {
     r[Field::UncorrectableRemappedRows] = v->uncorrectable;
     r[Field::CorrectableRemappedRows] = v->correctable;

@@ -5,6 +5,8 @@
 // failing and once when it answers again, never on every scrape.
 // Not thread-safe: the collector runs one read at a time (single flight).
 #include <array>
+#include <chrono>
+#include <optional>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -37,6 +39,9 @@ class NvmlReader final : public ReadingSource {
     nvmlDevice_t handle = nullptr;
     State handle_state = State::Unknown;
     bool lost = false;  // GPU_IS_LOST: one log line for the GPU, not one per series
+    // The previous NVLink counter reading: the bandwidth is a rate between two scrapes.
+    std::optional<unsigned long long> nvlink_kib;
+    std::chrono::steady_clock::time_point nvlink_at;
     std::array<State, kFieldCount> fields{};
   };
 

@@ -78,7 +78,8 @@ KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nv
   });
 }
 
-// Answers NVML_FI_DEV_MEMORY_TEMP; every other field gets its own NOT_SUPPORTED (the call itself
+// Answers NVML_FI_DEV_MEMORY_TEMP and, on GPUs with NVLink ports, the all-links NVLink data
+// throughput counters (KiB); every other field gets its own NOT_SUPPORTED (the call itself
 // succeeds, as NVML's does).
 KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values) {
   return device_call(device, "nvmlDeviceGetFieldValues", [&](Simulator& sim, nvmlDevice_st& d) {
@@ -87,10 +88,19 @@ KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int 
       nvmlFieldValue_t& v = values[i];
       v.timestamp = 0;
       v.latencyUsec = 0;
+      const Gpu& gpu = sim.gpu(d);
+      const bool nvlink_field =
+          v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX || v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
       if (v.fieldId == NVML_FI_DEV_MEMORY_TEMP && !d.is_mig()) {
         v.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
-        v.value.uiVal = as_uint(telemetry_value(sim.gpu(d), "memory_temp_c"));
+        v.value.uiVal = as_uint(telemetry_value(gpu, "memory_temp_c"));
         v.nvmlReturn = NVML_SUCCESS;
+      } else if (nvlink_field && !d.is_mig() && gpu.nvlink_ports > 0) {
+        // The all-links total (scopeId 0xFFFFFFFF); per-link scopes are not simulated.
+        v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        v.value.ullVal = telemetry_value(gpu, v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ? "nvlink_tx_kib"
+                                                                                               : "nvlink_rx_kib");
+        v.nvmlReturn = v.scopeId == 0xFFFFFFFFU ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
       } else {
         v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
       }

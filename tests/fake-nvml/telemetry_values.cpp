@@ -33,6 +33,8 @@ constexpr Key kKeys[] = {
     {"remap_pending", 0, 0, 0},
     {"remap_failure", 0, 0, 0},
     {"reserved_mib", 0, 0, 0},
+    {"nvlink_tx_kib", 0, 0, 0},
+    {"nvlink_rx_kib", 0, 0, 0},
 };
 
 }  // namespace

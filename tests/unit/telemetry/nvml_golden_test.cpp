@@ -154,13 +154,44 @@ TEST(TelemetryNvml, FleetTelemetrySectionSetsReadings) {
   EXPECT_NE(out.find("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu=\"1\""), std::string::npos);
 }
 
+TEST(TelemetryNvml, NvlinkBandwidthIsTheRateBetweenTwoScrapesOnNvlinkGpusOnly) {
+  {
+    kgpu::testing::TempDir dir;
+    fake_nvml::Control ctl(dir.path() + "/nvml.control");
+    Scraper s(fleet_path("dgx-a100.yaml"), {"node-1", nullptr, nullptr}, ctl.path());
+    EXPECT_EQ(count(s.collector->render(), "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{"), 0u) << "no interval yet";
+    ASSERT_TRUE(ctl.send("set GPU-a3b4c5d6-e7f8-4a9b-8c0d-3e4f5a6b7c43 nvlink_tx_kib 50000000"));
+    ASSERT_TRUE(ctl.sync(std::chrono::seconds(5)));
+    const std::string out = s.collector->render();
+    EXPECT_EQ(count(out, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{"), 8u) << out;
+    // GPU 3 moved 50 GB since the first scrape; the others moved nothing.
+    std::istringstream lines(out);
+    size_t idle = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{", 0) != 0) continue;
+      const double v = std::stod(line.substr(line.rfind(' ') + 1));
+      if (line.find("gpu=\"3\"") != std::string::npos) {
+        EXPECT_GT(v, 0) << line;
+      } else {
+        EXPECT_EQ(v, 0) << line;
+        ++idle;
+      }
+    }
+    EXPECT_EQ(idle, 7u);
+  }  // the fake NVML re-reads its fleet only once every user has shut it down
+
+  Scraper pcie(fleet_path("pcie-t4x2.yaml"));
+  pcie.collector->render();
+  EXPECT_EQ(count(pcie.collector->render(), "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{"), 0u) << "no NVLink, no series";
+}
+
 TEST(TelemetryNvml, ScrapeOfEightGpusMakesABoundedNumberOfCalls) {
   Scraper s(fleet_path("dgx-a100.yaml"));
   s.collector->render();  // the first read also looks up the handles
   s.collector->render();
-  // 16 reading calls per GPU (clocks 2, memory temp, temp, power, energy, PCIe, utilization,
-  // encoder, decoder, memory, ECC 4, remapped rows), no handle lookups once resolved.
-  EXPECT_EQ(s.collector->last_calls(), 8u * 16u);
+  // 17 reading calls per GPU (clocks 2, memory temp, temp, power, energy, PCIe, utilization,
+  // encoder, decoder, memory, ECC 4, NVLink counters, remapped rows), no handle lookups once resolved.
+  EXPECT_EQ(s.collector->last_calls(), 8u * 17u);
 }
 
 }  // namespace
