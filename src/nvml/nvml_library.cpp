@@ -657,6 +657,24 @@ NvmlResult<RemappedRows> NvmlLibrary::remapped_rows(nvmlDevice_t d) const {
   return RemappedRows{corr, unc, pending != 0, failed != 0};
 }
 
+NvmlStatus NvmlLibrary::field_values(nvmlDevice_t d, nvmlFieldValue_t* values, int count) const {
+  KGPU_NVML_CALL(Ok, telemetry_symbols().field_values, "nvmlDeviceGetFieldValues", d, count, values);
+  return Ok{};
+}
+
+std::optional<double> field_number(const nvmlFieldValue_t& v) {
+  switch (v.valueType) {
+    case NVML_VALUE_TYPE_DOUBLE: return v.value.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT: return v.value.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG: return static_cast<double>(v.value.ulVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return static_cast<double>(v.value.ullVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return static_cast<double>(v.value.sllVal);
+    case NVML_VALUE_TYPE_SIGNED_INT: return v.value.siVal;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT: return v.value.usVal;
+  }
+  return std::nullopt;
+}
+
 NvmlResult<unsigned long long> NvmlLibrary::nvlink_data_kib(nvmlDevice_t d) const {
   using KiB = unsigned long long;
   nvmlFieldValue_t fields[2]{};

@@ -149,6 +149,8 @@ class NvmlLibrary {
   NvmlResult<unsigned long long> total_ecc_errors(nvmlDevice_t d, nvmlMemoryErrorType_t type,
                                                   nvmlEccCounterType_t counter) const;
   NvmlResult<RemappedRows> remapped_rows(nvmlDevice_t d) const;
+  // Several field values in one call (each entry's nvmlReturn says whether that one answered).
+  NvmlStatus field_values(nvmlDevice_t d, nvmlFieldValue_t* values, int count) const;
   // NVLink data sent + received over all links since the driver loaded, KiB (field values).
   NvmlResult<unsigned long long> nvlink_data_kib(nvmlDevice_t d) const;
 
@@ -174,6 +176,9 @@ class NvmlLibrary {
   mutable std::mutex init_mutex_;
   int init_count_ = 0;
 };
+
+// A field value as a number, whatever its value type; nullopt for an unknown type.
+std::optional<double> field_number(const nvmlFieldValue_t& value);
 
 // Maps an NVML return code to kgpu's error categories (e.g. GPU_IS_LOST -> Unavailable).
 Error::Code nvml_error_code(nvmlReturn_t code);

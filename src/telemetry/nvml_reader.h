@@ -47,8 +47,15 @@ class NvmlReader final : public ReadingSource {
 
   template <typename T>
   bool take(size_t slot, Field field, const NvmlResult<T>& result);
-  void note(size_t slot, Field field, bool ok, const Error* error);
+  // Records whether `field` answered; logs only when that changes. `why` is built only to log.
+  template <typename Why>
+  void note(size_t slot, Field field, bool ok, nvmlReturn_t code, Why&& why);
+  bool lost(size_t slot, nvmlReturn_t code);
   void read_gpu(size_t slot, nvmlDevice_t handle, Reading& r);
+  // The counters NVML serves as field values, in one call; false when the driver lacks the call.
+  bool read_fields(size_t slot, nvmlDevice_t handle, Reading& r);
+  void read_counters_one_by_one(size_t slot, nvmlDevice_t handle, Reading& r);
+  void nvlink_rate(size_t slot, unsigned long long kib, Reading& r);
   void read_instance(size_t slot, nvmlDevice_t handle, Reading& r);
 
   std::shared_ptr<NvmlLibrary> nvml_;

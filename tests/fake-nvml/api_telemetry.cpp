@@ -78,32 +78,60 @@ KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nv
   });
 }
 
-// Answers NVML_FI_DEV_MEMORY_TEMP and, on GPUs with NVLink ports, the all-links NVLink data
-// throughput counters (KiB); every other field gets its own NOT_SUPPORTED (the call itself
-// succeeds, as NVML's does).
+namespace kgpu::fake_nvml {
+namespace {
+// Field ids the simulated driver answers, and the reading behind each.
+struct FieldKey {
+  unsigned id;
+  const char* key;
+};
+constexpr FieldKey kFieldKeys[] = {
+    {NVML_FI_DEV_ECC_SBE_VOL_TOTAL, "ecc_sbe_volatile"},
+    {NVML_FI_DEV_ECC_DBE_VOL_TOTAL, "ecc_dbe_volatile"},
+    {NVML_FI_DEV_ECC_SBE_AGG_TOTAL, "ecc_sbe_aggregate"},
+    {NVML_FI_DEV_ECC_DBE_AGG_TOTAL, "ecc_dbe_aggregate"},
+    {NVML_FI_DEV_MEMORY_TEMP, "memory_temp_c"},
+    {NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, "energy_mj"},
+    {NVML_FI_DEV_PCIE_REPLAY_COUNTER, "pcie_replays"},
+    {NVML_FI_DEV_REMAPPED_COR, "remapped_correctable"},
+    {NVML_FI_DEV_REMAPPED_UNC, "remapped_uncorrectable"},
+    {NVML_FI_DEV_REMAPPED_PENDING, "remap_pending"},
+    {NVML_FI_DEV_REMAPPED_FAILURE, "remap_failure"},
+    {NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, "nvlink_tx_kib"},
+    {NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, "nvlink_rx_kib"},
+};
+
+nvmlReturn_t fill_field(const Gpu& gpu, bool mig, nvmlFieldValue_t& v) {
+  if (mig) return NVML_ERROR_NOT_SUPPORTED;
+  for (const auto& f : kFieldKeys) {
+    if (f.id != v.fieldId) continue;
+    const bool nvlink =
+        v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX || v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+    // NVLink counters: only on GPUs with ports, and only the all-links total (per-link scopes are
+    // not simulated). The other fields ignore scopeId, as NVML does.
+    if (nvlink && (gpu.nvlink_ports == 0 || v.scopeId != 0xFFFFFFFFU)) return NVML_ERROR_NOT_SUPPORTED;
+    v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+    v.value.ullVal = telemetry_value(gpu, f.key);
+    if (v.fieldId == NVML_FI_DEV_MEMORY_TEMP) {
+      v.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+      v.value.uiVal = as_uint(telemetry_value(gpu, f.key));
+    }
+    return NVML_SUCCESS;
+  }
+  return NVML_ERROR_NOT_SUPPORTED;
+}
+}  // namespace
+}  // namespace kgpu::fake_nvml
+
+// Answers the field ids of kFieldKeys from the GPU's readings; every other id (and every id on a
+// MIG handle) gets its own NOT_SUPPORTED while the call itself succeeds, as NVML's does.
 KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values) {
   return device_call(device, "nvmlDeviceGetFieldValues", [&](Simulator& sim, nvmlDevice_st& d) {
     if (values == nullptr || valuesCount < 0) return NVML_ERROR_INVALID_ARGUMENT;
     for (int i = 0; i < valuesCount; ++i) {
-      nvmlFieldValue_t& v = values[i];
-      v.timestamp = 0;
-      v.latencyUsec = 0;
-      const Gpu& gpu = sim.gpu(d);
-      const bool nvlink_field =
-          v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX || v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
-      if (v.fieldId == NVML_FI_DEV_MEMORY_TEMP && !d.is_mig()) {
-        v.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
-        v.value.uiVal = as_uint(telemetry_value(gpu, "memory_temp_c"));
-        v.nvmlReturn = NVML_SUCCESS;
-      } else if (nvlink_field && !d.is_mig() && gpu.nvlink_ports > 0) {
-        // The all-links total (scopeId 0xFFFFFFFF); per-link scopes are not simulated.
-        v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
-        v.value.ullVal = telemetry_value(gpu, v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ? "nvlink_tx_kib"
-                                                                                               : "nvlink_rx_kib");
-        v.nvmlReturn = v.scopeId == 0xFFFFFFFFU ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
-      } else {
-        v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
-      }
+      values[i].timestamp = 0;
+      values[i].latencyUsec = 0;
+      values[i].nvmlReturn = fill_field(sim.gpu(d), d.is_mig(), values[i]);
     }
     return NVML_SUCCESS;
   });

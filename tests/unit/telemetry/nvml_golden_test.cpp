@@ -185,13 +185,30 @@ TEST(TelemetryNvml, NvlinkBandwidthIsTheRateBetweenTwoScrapesOnNvlinkGpusOnly) {
   EXPECT_EQ(count(pcie.collector->render(), "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{"), 0u) << "no NVLink, no series";
 }
 
+TEST(TelemetryNvml, DriverWithoutFieldValuesFallsBackToOneCallPerCounter) {
+  kgpu::testing::TempDir dir;
+  fake_nvml::Control ctl(dir.path() + "/nvml.control");
+  Scraper s(fleet_path("pcie-t4x2.yaml"), {"node-1", nullptr, nullptr}, ctl.path());
+  // NVML_ERROR_FUNCTION_NOT_FOUND on GPU 0: what a library without the entry point answers.
+  ASSERT_TRUE(ctl.fail_call("GPU-2330fcf1-562a-44b8-8866-8d77e827062c", "nvmlDeviceGetFieldValues", 13));
+  ASSERT_TRUE(ctl.sync(std::chrono::seconds(5)));
+  const std::string out = s.collector->render();
+  for (const char* metric : {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER{",
+                             "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{"})
+    EXPECT_EQ(count(out, metric), 2u) << metric << " comes from its own call on GPU 0\n" << out;
+  // Memory temperature exists only as a field value: GPU 0 loses just that series.
+  EXPECT_EQ(count(out, "DCGM_FI_DEV_MEMORY_TEMP{"), 1u) << out;
+  EXPECT_EQ(count(out, "DCGM_FI_DEV_MEMORY_TEMP{gpu=\"1\""), 1u) << out;
+}
+
 TEST(TelemetryNvml, ScrapeOfEightGpusMakesABoundedNumberOfCalls) {
   Scraper s(fleet_path("dgx-a100.yaml"));
   s.collector->render();  // the first read also looks up the handles
   s.collector->render();
-  // 17 reading calls per GPU (clocks 2, memory temp, temp, power, energy, PCIe, utilization,
-  // encoder, decoder, memory, ECC 4, NVLink counters, remapped rows), no handle lookups once resolved.
-  EXPECT_EQ(s.collector->last_calls(), 8u * 17u);
+  // 9 calls per GPU: clocks 2, temperature, power, utilization, encoder, decoder, memory, and one
+  // field-values call for memory temperature, energy, PCIe replays, ECC, remapped rows and NVLink.
+  // No handle lookups once resolved.
+  EXPECT_EQ(s.collector->last_calls(), 8u * 9u);
 }
 
 }  // namespace
