@@ -16,6 +16,7 @@
 #include "cli/held_gpu_guard.h"
 #include "podresources/client.h"
 #include "cli/plugin_wiring.h"
+#include "cli/telemetry_wiring.h"
 #include "metrics/metrics_server.h"
 #include "metrics/plan_metrics.h"
 #include "mps/readiness.h"
@@ -86,6 +87,7 @@ int run_plugin(const PluginArgs& args) {
                  metrics_server->port());
     options.events = std::make_shared<kgpu::cli::MetricsEvents>(metrics);
   }
+  auto telemetry = metrics_server ? kgpu::cli::TelemetryWiring::start(metrics, config, env) : nullptr;
 
   spdlog::info("kgpu {} starting; device-plugin directory {}", KGPU_VERSION,
                kgpu::server::plugin_dir_of(options.config.kubelet_socket));
@@ -100,6 +102,10 @@ int run_plugin(const PluginArgs& args) {
   if (metrics_server)
     daemon.on_plan_changed([&metrics](const kgpu::Config&, const kgpu::Inventory&, const kgpu::ResourcePlan& plan) {
       kgpu::record_plan(metrics, plan);
+    });
+  if (telemetry)
+    daemon.on_plan_changed([&](const kgpu::Config&, const kgpu::Inventory& i, const kgpu::ResourcePlan&) {
+      telemetry->on_plan(i, discovery->nvml());
     });
   daemon.on_plan_changed([&](const kgpu::Config& c, const kgpu::Inventory& i, const kgpu::ResourcePlan& p) {
     cdi.on_plan(c, i, p);

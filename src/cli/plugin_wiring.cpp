@@ -120,7 +120,7 @@ void HealthWiring::on_plan(const Config& config, const Inventory& inventory, con
 
 // On the monitor's dispatcher thread: never blocks on the daemon (update_inventory only posts).
 void HealthWiring::on_event(const HealthEvent& event, uint64_t generation) {
-  if (metrics_ && event.kind == HealthEvent::Kind::Xid) metrics_->count_xid(event.xid);
+  if (metrics_ && event.kind == HealthEvent::Kind::Xid) metrics_->count_xid(event.xid, event.gpu_uuid);
   HealthConfig health;
   {
     std::lock_guard lock(mu_);

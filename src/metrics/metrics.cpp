@@ -75,9 +75,26 @@ void Metrics::count_allocate_error(std::string_view r) { resource(r).count_alloc
 void Metrics::count_registration(std::string_view r) { resource(r).count_registration(); }
 void Metrics::count_registration_error(std::string_view r) { resource(r).count_registration_error(); }
 
-void Metrics::count_xid(uint64_t xid) {
+void Metrics::count_xid(uint64_t xid, std::string_view gpu_uuid) {
   std::lock_guard lock(xids_mutex_);
   ++xids_[xid];
+  if (gpu_uuid.empty()) return;
+  if (auto it = last_xids_.find(gpu_uuid); it != last_xids_.end()) {
+    it->second = xid;
+  } else {
+    last_xids_.emplace(std::string(gpu_uuid), xid);
+  }
+}
+
+std::optional<uint64_t> Metrics::last_xid(std::string_view gpu_uuid) const {
+  std::lock_guard lock(xids_mutex_);
+  if (auto it = last_xids_.find(gpu_uuid); it != last_xids_.end()) return it->second;
+  return std::nullopt;
+}
+
+void Metrics::add_exposition(Exposition exposition) {
+  std::lock_guard lock(expositions_mutex_);
+  expositions_.push_back(std::make_shared<const Exposition>(std::move(exposition)));
 }
 
 void Metrics::count_reload(bool ok) noexcept {
@@ -283,6 +300,14 @@ std::string Metrics::render() const {
          format_value(reloads_ok_.load(std::memory_order_relaxed)));
   sample(out, "kgpu_config_reloads_total", {{"result", "error"}},
          format_value(reloads_failed_.load(std::memory_order_relaxed)));
+
+  // Copy the list, then render unlocked: a slow exporter must not block add_exposition.
+  std::vector<std::shared_ptr<const Exposition>> expositions;
+  {
+    std::lock_guard lock(expositions_mutex_);
+    expositions = expositions_;
+  }
+  for (const auto& e : expositions) (*e)(out);
   return out;
 }
 

@@ -22,7 +22,11 @@
 //   kgpu_kubelet_registration_errors_total{resource}  counter, failed registration attempts
 //   kgpu_health_xid_events_total{xid}                 counter, XID events seen (ignored ones too)
 //   kgpu_config_reloads_total{result="success|error"} counter
+// Other exporters (GPU telemetry under DCGM exporter's names) append their families through
+// add_exposition(); they are rendered after kgpu's own, on the scraping thread.
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -88,7 +92,16 @@ class Metrics {
   void count_registration(std::string_view resource);
   void count_registration_error(std::string_view resource);
 
-  void count_xid(uint64_t xid);
+  // `gpu_uuid` (optional) also records the XID as that GPU's last one (last_xid).
+  void count_xid(uint64_t xid, std::string_view gpu_uuid = {});
+  // The most recent XID counted for the GPU, nullopt when none was.
+  std::optional<uint64_t> last_xid(std::string_view gpu_uuid) const;
+
+  // Adds a renderer whose text render() appends after kgpu's families (e.g. GPU telemetry). It is
+  // called on every scrape from the HTTP worker thread(s), concurrently with itself, must be
+  // thread-safe and must not throw; it must stay valid as long as the registry renders.
+  using Exposition = std::function<void(std::string& out)>;
+  void add_exposition(Exposition exposition);
   void count_reload(bool ok) noexcept;
 
   // Names of the resources currently shown (not retired), sorted.
@@ -114,6 +127,10 @@ class Metrics {
 
   mutable std::mutex xids_mutex_;  // XIDs are rare; a plain lock is cheaper than cleverness
   std::map<uint64_t, uint64_t> xids_;
+  std::map<std::string, uint64_t, std::less<>> last_xids_;  // bounded by the node's GPUs
+
+  mutable std::mutex expositions_mutex_;
+  std::vector<std::shared_ptr<const Exposition>> expositions_;
 };
 
 // Prometheus text-format escaping, exposed for tests and for other exporters.

@@ -114,6 +114,43 @@ struct NvmlLibrary::Symbols {
   nvmlEventSetFree_fn event_set_free = nullptr;
 };
 
+struct NvmlLibrary::TelemetrySymbols {
+  nvmlDeviceGetUtilizationRates_fn utilization = nullptr;
+  nvmlDeviceGetEncoderUtilization_fn encoder = nullptr;
+  nvmlDeviceGetDecoderUtilization_fn decoder = nullptr;
+  nvmlDeviceGetMemoryInfo_v2_fn memory_v2 = nullptr;
+  nvmlDeviceGetMemoryInfo_fn memory = nullptr;
+  nvmlDeviceGetTemperature_fn temperature = nullptr;
+  nvmlDeviceGetFieldValues_fn field_values = nullptr;
+  nvmlDeviceGetPowerUsage_fn power = nullptr;
+  nvmlDeviceGetTotalEnergyConsumption_fn energy = nullptr;
+  nvmlDeviceGetClockInfo_fn clock = nullptr;
+  nvmlDeviceGetPcieReplayCounter_fn pcie_replay = nullptr;
+  nvmlDeviceGetTotalEccErrors_fn ecc = nullptr;
+  nvmlDeviceGetRemappedRows_fn remapped = nullptr;
+};
+
+const NvmlLibrary::TelemetrySymbols& NvmlLibrary::telemetry_symbols() const {
+  std::call_once(telemetry_once_, [this] {
+    auto t = std::make_unique<TelemetrySymbols>();
+    t->utilization = lookup<nvmlDeviceGetUtilizationRates_fn>(handle_, "nvmlDeviceGetUtilizationRates");
+    t->encoder = lookup<nvmlDeviceGetEncoderUtilization_fn>(handle_, "nvmlDeviceGetEncoderUtilization");
+    t->decoder = lookup<nvmlDeviceGetDecoderUtilization_fn>(handle_, "nvmlDeviceGetDecoderUtilization");
+    t->memory_v2 = lookup<nvmlDeviceGetMemoryInfo_v2_fn>(handle_, "nvmlDeviceGetMemoryInfo_v2");
+    t->memory = lookup<nvmlDeviceGetMemoryInfo_fn>(handle_, "nvmlDeviceGetMemoryInfo");
+    t->temperature = lookup<nvmlDeviceGetTemperature_fn>(handle_, "nvmlDeviceGetTemperature");
+    t->field_values = lookup<nvmlDeviceGetFieldValues_fn>(handle_, "nvmlDeviceGetFieldValues");
+    t->power = lookup<nvmlDeviceGetPowerUsage_fn>(handle_, "nvmlDeviceGetPowerUsage");
+    t->energy = lookup<nvmlDeviceGetTotalEnergyConsumption_fn>(handle_, "nvmlDeviceGetTotalEnergyConsumption");
+    t->clock = lookup<nvmlDeviceGetClockInfo_fn>(handle_, "nvmlDeviceGetClockInfo");
+    t->pcie_replay = lookup<nvmlDeviceGetPcieReplayCounter_fn>(handle_, "nvmlDeviceGetPcieReplayCounter");
+    t->ecc = lookup<nvmlDeviceGetTotalEccErrors_fn>(handle_, "nvmlDeviceGetTotalEccErrors");
+    t->remapped = lookup<nvmlDeviceGetRemappedRows_fn>(handle_, "nvmlDeviceGetRemappedRows");
+    tel_ = std::move(t);
+  });
+  return *tel_;
+}
+
 std::vector<std::string> NvmlLibrary::candidate_paths(const std::string& driver_root) {
   std::vector<std::string> out;
   if (driver_root.empty() || driver_root == "/") return out;
@@ -514,6 +551,145 @@ NvmlResult<nvmlEventData_t> NvmlLibrary::event_set_wait(nvmlEventSet_t set, unsi
 NvmlStatus NvmlLibrary::event_set_free(nvmlEventSet_t set) const {
   KGPU_NVML_CALL(Ok, sym_->event_set_free, "nvmlEventSetFree", set);
   return Ok{};
+}
+
+// --- telemetry ---
+
+NvmlResult<nvmlUtilization_t> NvmlLibrary::utilization(nvmlDevice_t d) const {
+  nvmlUtilization_t u{};
+  KGPU_NVML_CALL(nvmlUtilization_t, telemetry_symbols().utilization, "nvmlDeviceGetUtilizationRates", d, &u);
+  return u;
+}
+
+NvmlResult<unsigned> NvmlLibrary::encoder_utilization(nvmlDevice_t d) const {
+  unsigned u = 0, period_us = 0;
+  KGPU_NVML_CALL(unsigned, telemetry_symbols().encoder, "nvmlDeviceGetEncoderUtilization", d, &u, &period_us);
+  return u;
+}
+
+NvmlResult<unsigned> NvmlLibrary::decoder_utilization(nvmlDevice_t d) const {
+  unsigned u = 0, period_us = 0;
+  KGPU_NVML_CALL(unsigned, telemetry_symbols().decoder, "nvmlDeviceGetDecoderUtilization", d, &u, &period_us);
+  return u;
+}
+
+NvmlResult<MemoryReading> NvmlLibrary::memory_reading(nvmlDevice_t d) const {
+  const auto& t = telemetry_symbols();
+  MemoryReading out;
+  if (t.memory_v2) {
+    nvmlMemory_v2_t m{};
+    m.version = static_cast<unsigned>(sizeof(nvmlMemory_v2_t)) | (2U << 24U);
+    KGPU_NVML_CALL(MemoryReading, t.memory_v2, "nvmlDeviceGetMemoryInfo_v2", d, &m);
+    out.total = m.total;
+    out.free = m.free;
+    out.used = m.used;
+    out.reserved = m.reserved;
+    return out;
+  }
+  nvmlMemory_t m{};
+  KGPU_NVML_CALL(MemoryReading, t.memory, "nvmlDeviceGetMemoryInfo", d, &m);
+  out.total = m.total;
+  out.free = m.free;
+  out.used = m.used;
+  return out;
+}
+
+NvmlResult<unsigned> NvmlLibrary::temperature(nvmlDevice_t d) const {
+  unsigned c = 0;
+  KGPU_NVML_CALL(unsigned, telemetry_symbols().temperature, "nvmlDeviceGetTemperature", d, NVML_TEMPERATURE_GPU, &c);
+  return c;
+}
+
+NvmlResult<unsigned> NvmlLibrary::memory_temperature(nvmlDevice_t d) const {
+  nvmlFieldValue_t field{};
+  field.fieldId = NVML_FI_DEV_MEMORY_TEMP;
+  KGPU_NVML_CALL(unsigned, telemetry_symbols().field_values, "nvmlDeviceGetFieldValues", d, 1, &field);
+  if (field.nvmlReturn != NVML_SUCCESS) return fail<unsigned>("nvmlDeviceGetFieldValues(MEMORY_TEMP)", field.nvmlReturn);
+  switch (field.valueType) {
+    case NVML_VALUE_TYPE_UNSIGNED_INT: return field.value.uiVal;
+    case NVML_VALUE_TYPE_SIGNED_INT: return static_cast<unsigned>(field.value.siVal < 0 ? 0 : field.value.siVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return static_cast<unsigned>(field.value.ullVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+      return static_cast<unsigned>(field.value.sllVal < 0 ? 0 : field.value.sllVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG: return static_cast<unsigned>(field.value.ulVal);
+    case NVML_VALUE_TYPE_DOUBLE: return static_cast<unsigned>(field.value.dVal < 0 ? 0 : field.value.dVal);
+    default: return fail<unsigned>("nvmlDeviceGetFieldValues(MEMORY_TEMP): unexpected value type", NVML_ERROR_UNKNOWN);
+  }
+}
+
+NvmlResult<unsigned> NvmlLibrary::power_usage_mw(nvmlDevice_t d) const {
+  unsigned mw = 0;
+  KGPU_NVML_CALL(unsigned, telemetry_symbols().power, "nvmlDeviceGetPowerUsage", d, &mw);
+  return mw;
+}
+
+NvmlResult<unsigned long long> NvmlLibrary::total_energy_mj(nvmlDevice_t d) const {
+  unsigned long long mj = 0;
+  using Energy = unsigned long long;
+  KGPU_NVML_CALL(Energy, telemetry_symbols().energy, "nvmlDeviceGetTotalEnergyConsumption", d, &mj);
+  return mj;
+}
+
+NvmlResult<unsigned> NvmlLibrary::clock_mhz(nvmlDevice_t d, nvmlClockType_t type) const {
+  unsigned mhz = 0;
+  KGPU_NVML_CALL(unsigned, telemetry_symbols().clock, "nvmlDeviceGetClockInfo", d, type, &mhz);
+  return mhz;
+}
+
+NvmlResult<unsigned> NvmlLibrary::pcie_replay_counter(nvmlDevice_t d) const {
+  unsigned n = 0;
+  KGPU_NVML_CALL(unsigned, telemetry_symbols().pcie_replay, "nvmlDeviceGetPcieReplayCounter", d, &n);
+  return n;
+}
+
+NvmlResult<unsigned long long> NvmlLibrary::total_ecc_errors(nvmlDevice_t d, nvmlMemoryErrorType_t type,
+                                                             nvmlEccCounterType_t counter) const {
+  using Count = unsigned long long;
+  Count n = 0;
+  KGPU_NVML_CALL(Count, telemetry_symbols().ecc, "nvmlDeviceGetTotalEccErrors", d, type, counter, &n);
+  return n;
+}
+
+NvmlResult<RemappedRows> NvmlLibrary::remapped_rows(nvmlDevice_t d) const {
+  unsigned corr = 0, unc = 0, pending = 0, failed = 0;
+  KGPU_NVML_CALL(RemappedRows, telemetry_symbols().remapped, "nvmlDeviceGetRemappedRows", d, &corr, &unc, &pending,
+                 &failed);
+  return RemappedRows{corr, unc, pending != 0, failed != 0};
+}
+
+NvmlStatus NvmlLibrary::field_values(nvmlDevice_t d, nvmlFieldValue_t* values, int count) const {
+  KGPU_NVML_CALL(Ok, telemetry_symbols().field_values, "nvmlDeviceGetFieldValues", d, count, values);
+  return Ok{};
+}
+
+std::optional<double> field_number(const nvmlFieldValue_t& v) {
+  switch (v.valueType) {
+    case NVML_VALUE_TYPE_DOUBLE: return v.value.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT: return v.value.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG: return static_cast<double>(v.value.ulVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return static_cast<double>(v.value.ullVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return static_cast<double>(v.value.sllVal);
+    case NVML_VALUE_TYPE_SIGNED_INT: return v.value.siVal;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT: return v.value.usVal;
+  }
+  return std::nullopt;
+}
+
+NvmlResult<unsigned long long> NvmlLibrary::nvlink_data_kib(nvmlDevice_t d) const {
+  using KiB = unsigned long long;
+  nvmlFieldValue_t fields[2]{};
+  fields[0].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+  fields[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+  fields[0].scopeId = fields[1].scopeId = 0xFFFFFFFFU;  // all links
+  KGPU_NVML_CALL(KiB, telemetry_symbols().field_values, "nvmlDeviceGetFieldValues", d, 2, fields);
+  KiB total = 0;
+  for (const auto& f : fields) {
+    if (f.nvmlReturn != NVML_SUCCESS) return fail<KiB>("nvmlDeviceGetFieldValues(NVLINK_THROUGHPUT_DATA)", f.nvmlReturn);
+    if (f.valueType != NVML_VALUE_TYPE_UNSIGNED_LONG_LONG)
+      return fail<KiB>("nvmlDeviceGetFieldValues(NVLINK_THROUGHPUT_DATA): unexpected value type", NVML_ERROR_UNKNOWN);
+    total += f.value.ullVal;
+  }
+  return total;
 }
 
 #undef KGPU_NVML_CALL

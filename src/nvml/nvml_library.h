@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,18 @@ struct FabricInfo {
   std::string cluster_uuid;  // formatted UUID; empty when the fabric is not set up
   uint32_t clique_id = 0;
   bool completed = false;    // the fabric manager finished registering this GPU
+};
+
+// One framebuffer reading, in bytes. `reserved` is known only through nvmlDeviceGetMemoryInfo_v2
+// (driver >= 510); the older call leaves it empty.
+struct MemoryReading {
+  unsigned long long total = 0, free = 0, used = 0;
+  std::optional<unsigned long long> reserved;
+};
+
+struct RemappedRows {
+  unsigned correctable = 0, uncorrectable = 0;
+  bool pending = false, failed = false;
 };
 
 // Which optional entry point variant was resolved; "" when absent. For logs and tests.
@@ -120,8 +133,30 @@ class NvmlLibrary {
   NvmlResult<nvmlEventData_t> event_set_wait(nvmlEventSet_t set, unsigned timeout_ms) const;
   NvmlStatus event_set_free(nvmlEventSet_t set) const;
 
+  // --- telemetry (read at scrape time; every entry point optional, resolved on first use so a
+  // daemon that never serves telemetry never looks them up, and a driver lacking one loses only
+  // that reading: FUNCTION_NOT_FOUND) ---
+  NvmlResult<nvmlUtilization_t> utilization(nvmlDevice_t d) const;
+  NvmlResult<unsigned> encoder_utilization(nvmlDevice_t d) const;  // percent
+  NvmlResult<unsigned> decoder_utilization(nvmlDevice_t d) const;  // percent
+  NvmlResult<MemoryReading> memory_reading(nvmlDevice_t d) const;  // _v2 when exported, else v1
+  NvmlResult<unsigned> temperature(nvmlDevice_t d) const;          // GPU sensor, degrees C
+  NvmlResult<unsigned> memory_temperature(nvmlDevice_t d) const;   // NVML_FI_DEV_MEMORY_TEMP
+  NvmlResult<unsigned> power_usage_mw(nvmlDevice_t d) const;
+  NvmlResult<unsigned long long> total_energy_mj(nvmlDevice_t d) const;
+  NvmlResult<unsigned> clock_mhz(nvmlDevice_t d, nvmlClockType_t type) const;
+  NvmlResult<unsigned> pcie_replay_counter(nvmlDevice_t d) const;
+  NvmlResult<unsigned long long> total_ecc_errors(nvmlDevice_t d, nvmlMemoryErrorType_t type,
+                                                  nvmlEccCounterType_t counter) const;
+  NvmlResult<RemappedRows> remapped_rows(nvmlDevice_t d) const;
+  // Several field values in one call (each entry's nvmlReturn says whether that one answered).
+  NvmlStatus field_values(nvmlDevice_t d, nvmlFieldValue_t* values, int count) const;
+  // NVLink data sent + received over all links since the driver loaded, KiB (field values).
+  NvmlResult<unsigned long long> nvlink_data_kib(nvmlDevice_t d) const;
+
   // The table of resolved entry points; nullptr for an optional one the library lacks.
   struct Symbols;
+  struct TelemetrySymbols;
 
  private:
   NvmlLibrary(void* handle, std::string path);
@@ -134,10 +169,16 @@ class NvmlLibrary {
   void* handle_ = nullptr;
   std::string path_;
   std::unique_ptr<Symbols> sym_;
+  const TelemetrySymbols& telemetry_symbols() const;
+  mutable std::once_flag telemetry_once_;
+  mutable std::unique_ptr<TelemetrySymbols> tel_;
   NvmlSymbolReport symbols_;
   mutable std::mutex init_mutex_;
   int init_count_ = 0;
 };
+
+// A field value as a number, whatever its value type; nullopt for an unknown type.
+std::optional<double> field_number(const nvmlFieldValue_t& value);
 
 // Maps an NVML return code to kgpu's error categories (e.g. GPU_IS_LOST -> Unavailable).
 Error::Code nvml_error_code(nvmlReturn_t code);

@@ -1,6 +1,7 @@
 // The fleet: an immutable description of one simulated GPU node, parsed from the YAML fleet file
 // (format: FLEET_FORMAT.md). Pure data; the simulator and the fixture writer both read it.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,6 +102,7 @@ struct Gpu {
   unsigned sm_count = 0;
   unsigned nvlink_ports = 0;
   std::optional<unsigned> power_mw, power_limit_mw, temperature_c;
+  std::map<std::string, unsigned long long> telemetry;  // `telemetry:` readings (telemetry_values.h)
   unsigned long long supported_events = 0;
   std::optional<Fabric> fabric;
   Mig mig;

@@ -10,6 +10,7 @@
 
 #include "fleet.h"
 #include "mig_profiles.h"
+#include "telemetry_values.h"
 #include "fleet_parser_detail.h"
 
 namespace kgpu::fake_nvml {
@@ -276,6 +277,12 @@ Gpu parse_gpu(const Layered& node, unsigned position) {
   if (auto v = node.get("power_mw")) gpu.power_mw = v->uint();
   if (auto v = node.get("power_limit_mw")) gpu.power_limit_mw = v->uint();
   if (auto v = node.get("temperature_c")) gpu.temperature_c = v->uint();
+  if (node.get("telemetry")) {
+    const auto& keys = telemetry_keys();
+    Layered telemetry = node.child("telemetry", std::set<std::string>(keys.begin(), keys.end()));
+    for (const auto& key : keys)
+      if (auto v = telemetry.get(key)) gpu.telemetry[key] = v->uint64();
+  }
   if (auto fabric = node.get("fabric"); fabric)
     gpu.fabric = parse_fabric(node.child("fabric", {"cluster_uuid", "clique_id", "state", "status", "health_mask"}));
   if (node.get("mig"))
@@ -414,7 +421,7 @@ Fleet parse_document(const YAML::Node& root, const std::string& path) {
   static const std::set<std::string> gpu_keys = {
       "index", "uuid", "name", "brand", "architecture", "compute_capability", "serial", "minor", "numa_node",
       "memory", "pci", "sm_count", "nvlinks", "power_mw", "power_limit_mw", "temperature_c", "supported_events",
-      "fabric", "mig", "lost", "fail"};
+      "fabric", "mig", "lost", "fail", "telemetry"};
   std::optional<detail::Field> defaults = top.get("defaults");
   std::vector<Layered> gpu_nodes;
   if (auto gpus = top.get("gpus")) {

@@ -1,5 +1,7 @@
 #include "simulator.h"
 
+#include "telemetry_values.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -231,6 +233,11 @@ void Simulator::apply_command(const std::string& line) {
     failures.erase(std::remove_if(failures.begin(), failures.end(), [&](const CallFailure& f) { return f.call == call; }),
                    failures.end());
     if (*code != NVML_SUCCESS) failures.insert(failures.begin(), CallFailure{call, *code});
+  } else if (verb == "set") {
+    std::string key, why;
+    unsigned long long value = 0;
+    if (!(in >> key >> value)) return complain("expected: set <gpu-uuid> <reading> <value>");
+    if (!set_reading(fleet_.gpus[gpu_index], key, value, why)) return complain(why);
   } else {
     complain("unknown command " + verb);
   }
