@@ -1,6 +1,7 @@
 // Which devices each DRA driver publishes, with NVIDIA DRA driver attribute names and types.
 #include "dra/slice_builder.h"
 
+#include <algorithm>
 #include <set>
 
 #include "dra/device_names.h"
@@ -12,10 +13,9 @@ namespace {
 // DeviceAttributeMaxValueLength: longer strings and versions are refused by the API server.
 constexpr size_t kMaxAttributeValueLength = 64;
 
-// Facts every device of one GPU shares (a MIG device carries its parent's).
-struct GpuFacts {
-  std::map<std::string, AttributeValue> attributes;
-};
+void sort_by_name(Attributes& a) {
+  std::sort(a.begin(), a.end(), [](const Attribute& x, const Attribute& y) { return x.name < y.name; });
+}
 
 class Builder {
  public:
@@ -47,43 +47,45 @@ class Builder {
         notes_.push_back(g.uuid + ": unhealthy (" + g.health.reason + "); not published");
         continue;
       }
-      const GpuFacts facts = gpu_facts(g, i);
+      auto shared = gpu_attributes(g, i);
       if (vendor == Vendor::Nvidia && g.mig_enabled) {
         if (g.mig_devices.empty()) notes_.push_back(g.uuid + ": MIG enabled without MIG devices; nothing to publish");
-        for (const auto& m : g.mig_devices) add_mig(g, m, facts, pool);
+        for (const auto& m : g.mig_devices) add_mig(g, m, shared, pool);
         continue;
       }
-      DraDevice d{gpu_device_name(g), facts.attributes, {{"memory", g.memory_bytes}}};
-      d.attributes["type"] = std::string(vendor == Vendor::Amd ? "amdgpu" : "gpu");
-      d.attributes["uuid"] = g.uuid;
-      d.attributes["index"] = int64_t{g.index};
-      if (g.minor >= 0) d.attributes["minor"] = int64_t{g.minor};
+      DraDevice d{gpu_device_name(g), std::move(shared), {}, {{"memory", g.memory_bytes}}};
+      d.attributes = {{"index", int64_t{g.index}},
+                      {"type", std::string(vendor == Vendor::Amd ? "amdgpu" : "gpu")},
+                      {"uuid", g.uuid}};
+      if (g.minor >= 0) d.attributes.push_back({"minor", int64_t{g.minor}});
       add_device(std::move(d), g.uuid, pool);
     }
     if (any) out.pools.push_back(std::move(pool));
   }
 
-  void add_mig(const Gpu& parent, const MigDevice& m, const GpuFacts& facts, DriverPool& pool) {
+  void add_mig(const Gpu& parent, const MigDevice& m, const std::shared_ptr<const Attributes>& shared,
+               DriverPool& pool) {
     if (!m.health.healthy) {
       notes_.push_back(m.uuid + ": unhealthy (" + m.health.reason + "); not published");
       return;
     }
-    DraDevice d{mig_device_name(parent, m), facts.attributes, {}};
-    d.attributes["type"] = std::string("mig");
-    d.attributes["uuid"] = m.uuid;
-    d.attributes["parentUUID"] = parent.uuid;
-    d.attributes["profile"] = m.profile;
-    d.attributes["parentIndex"] = int64_t{parent.index};
-    if (parent.minor >= 0) d.attributes["parentMinor"] = int64_t{parent.minor};
-    d.capacity = {{"memory", m.memory_bytes},
-                  {"multiprocessors", static_cast<uint64_t>(m.multiprocessors)},
+    DraDevice d{mig_device_name(parent, m), shared, {}, {}};
+    d.attributes = {{"parentIndex", int64_t{parent.index}},
+                    {"parentUUID", parent.uuid},
+                    {"profile", m.profile},
+                    {"type", std::string("mig")},
+                    {"uuid", m.uuid}};
+    if (parent.minor >= 0) d.attributes.push_back({"parentMinor", int64_t{parent.minor}});
+    // Sorted by name, as DraDevice requires.
+    d.capacity = {{"computeInstanceSlices", static_cast<uint64_t>(m.compute_instance_slices)},
                   {"copyEngines", static_cast<uint64_t>(m.copy_engines)},
                   {"decoders", static_cast<uint64_t>(m.decoders)},
                   {"encoders", static_cast<uint64_t>(m.encoders)},
-                  {"jpegEngines", static_cast<uint64_t>(m.jpeg_engines)},
-                  {"ofaEngines", static_cast<uint64_t>(m.ofa_engines)},
                   {"gpuInstanceSlices", static_cast<uint64_t>(m.gpu_instance_slices)},
-                  {"computeInstanceSlices", static_cast<uint64_t>(m.compute_instance_slices)}};
+                  {"jpegEngines", static_cast<uint64_t>(m.jpeg_engines)},
+                  {"memory", m.memory_bytes},
+                  {"multiprocessors", static_cast<uint64_t>(m.multiprocessors)},
+                  {"ofaEngines", static_cast<uint64_t>(m.ofa_engines)}};
     add_device(std::move(d), m.uuid, pool);
   }
 
@@ -92,45 +94,51 @@ class Builder {
       notes_.push_back(id + ": device name " + d.name + " already used in pool of " + pool.driver + "; not published");
       return;
     }
-    for (auto it = d.attributes.begin(); it != d.attributes.end();) {
-      const std::string* text = std::get_if<std::string>(&it->second);
-      if (text && text->size() > kMaxAttributeValueLength) {
-        notes_.push_back(id + ": attribute " + it->first + " longer than 64 characters; left out");
-        it = d.attributes.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    drop_long_values(d.attributes, id);
+    sort_by_name(d.attributes);
     pool.devices.push_back(std::move(d));
   }
 
-  void add_version(std::map<std::string, AttributeValue>& a, const std::string& name, const std::string& text,
-                   const std::string& id) {
+  void drop_long_values(Attributes& a, const std::string& id) {
+    std::erase_if(a, [&](const Attribute& attr) {
+      const std::string* text = std::get_if<std::string>(&attr.value);
+      if (!text || text->size() <= kMaxAttributeValueLength) return false;
+      notes_.push_back(id + ": attribute " + std::string(attr.name) + " longer than 64 characters; left out");
+      return true;
+    });
+  }
+
+  void add_version(Attributes& a, std::string_view name, const std::string& text, const std::string& id) {
     if (auto v = to_semver(text)) {
-      a[name] = VersionString{*v};
+      a.push_back({name, VersionString{*v}});
     } else {
-      notes_.push_back(id + ": " + name + " \"" + text + "\" is not a version; left out");
+      notes_.push_back(id + ": " + std::string(name) + " \"" + text + "\" is not a version; left out");
     }
   }
 
-  GpuFacts gpu_facts(const Gpu& g, size_t position) {
-    GpuFacts f;
-    auto& a = f.attributes;
-    a["productName"] = g.product;
+  // What every device of this GPU carries (a MIG device its parent's), built once per GPU.
+  std::shared_ptr<const Attributes> gpu_attributes(const Gpu& g, size_t position) {
+    Attributes a;
+    a.reserve(12);
+    a.push_back({"productName", g.product});
     const std::string bus = normalize_pci_bus_id(g.pci_bus_id);
-    if (!bus.empty()) a[kPciBusIdAttribute] = bus;
+    if (!bus.empty()) a.push_back({kPciBusIdAttribute, bus});
     if (auto root = options_.pcie_roots.find(bus); root != options_.pcie_roots.end())
-      a[kPcieRootAttribute] = root->second;
-    a[kNvlinkIslandAttribute] = islands_[position];
-    if (g.vendor != Vendor::Nvidia) return f;
-    a["brand"] = g.brand;
-    a["architecture"] = g.architecture;
-    if (!bus.empty()) a["pcieBusID"] = bus;  // NVIDIA's name before resource.kubernetes.io/pciBusID
-    add_version(a, "cudaComputeCapability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor), g.uuid);
-    add_version(a, "driverVersion", inv_.driver_version, g.uuid);
-    const int cuda = inv_.cuda_driver_version;  // 12040 -> 12.4
-    add_version(a, "cudaDriverVersion", std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10), g.uuid);
-    return f;
+      a.push_back({kPcieRootAttribute, root->second});
+    a.push_back({kNvlinkIslandAttribute, islands_[position]});
+    if (g.vendor == Vendor::Nvidia) {
+      a.push_back({"brand", g.brand});
+      a.push_back({"architecture", g.architecture});
+      if (!bus.empty()) a.push_back({"pcieBusID", bus});  // NVIDIA's name before resource.kubernetes.io/pciBusID
+      add_version(a, "cudaComputeCapability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor), g.uuid);
+      add_version(a, "driverVersion", inv_.driver_version, g.uuid);
+      const int cuda = inv_.cuda_driver_version;  // 12040 -> 12.4
+      add_version(a, "cudaDriverVersion", std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10),
+                  g.uuid);
+    }
+    drop_long_values(a, g.uuid);
+    sort_by_name(a);
+    return std::make_shared<const Attributes>(std::move(a));
   }
 
   const Inventory& inv_;

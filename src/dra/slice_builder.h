@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,9 +23,9 @@ namespace kgpu::dra {
 //   matchAttribute: kgpu.io/nvlinkIsland
 // keeps its GPUs on one island. Qualified: NVIDIA's driver has no such attribute, and a kgpu name in
 // its domain could clash with one it adds later.
-inline constexpr const char* kNvlinkIslandAttribute = "kgpu.io/nvlinkIsland";
-inline constexpr const char* kPcieRootAttribute = "resource.kubernetes.io/pcieRoot";
-inline constexpr const char* kPciBusIdAttribute = "resource.kubernetes.io/pciBusID";
+inline constexpr std::string_view kNvlinkIslandAttribute = "kgpu.io/nvlinkIsland";
+inline constexpr std::string_view kPcieRootAttribute = "resource.kubernetes.io/pcieRoot";
+inline constexpr std::string_view kPciBusIdAttribute = "resource.kubernetes.io/pciBusID";
 
 // Each vendor's DRA driver name, the default of each vendor's own DRA driver.
 struct DriverNames {

@@ -14,9 +14,11 @@ nlohmann::json attribute_json(const AttributeValue& v) {
 
 nlohmann::json device_json(const DraDevice& d, SliceApi api) {
   nlohmann::json attributes = nlohmann::json::object();
-  for (const auto& [name, value] : d.attributes) attributes[name] = attribute_json(value);
+  if (d.gpu_attributes)
+    for (const auto& a : *d.gpu_attributes) attributes[std::string(a.name)] = attribute_json(a.value);
+  for (const auto& a : d.attributes) attributes[std::string(a.name)] = attribute_json(a.value);
   nlohmann::json capacity = nlohmann::json::object();
-  for (const auto& [name, value] : d.capacity) capacity[name] = {{"value", binary_si_quantity(value)}};
+  for (const auto& c : d.capacity) capacity[std::string(c.name)] = {{"value", binary_si_quantity(c.value)}};
   if (api == SliceApi::V1beta1)
     return {{"name", d.name}, {"basic", {{"attributes", attributes}, {"capacity", capacity}}}};
   return {{"name", d.name}, {"attributes", attributes}, {"capacity", capacity}};

@@ -40,22 +40,23 @@ TEST(DraSlices, FullGpusWithNvidiaAttributeNamesAndTypes) {
   EXPECT_EQ(p.pools[0].driver, "gpu.nvidia.com");
   EXPECT_EQ(p.pools[0].pool, "node-1");
   EXPECT_EQ(names(p.pools[0]), (std::vector<std::string>{"gpu-0", "gpu-1"}));
-  const auto& a = p.pools[0].devices[1].attributes;
-  EXPECT_EQ(a.at("type"), AttributeValue(std::string("gpu")));
-  EXPECT_EQ(a.at("uuid"), AttributeValue(std::string("GPU-00000000-0000-4000-8000-000000000001")));
-  EXPECT_EQ(a.at("productName"), AttributeValue(std::string("NVIDIA A100-SXM4-40GB")));
-  EXPECT_EQ(a.at("brand"), AttributeValue(std::string("nvidia")));
-  EXPECT_EQ(a.at("architecture"), AttributeValue(std::string("ampere")));
-  EXPECT_EQ(a.at("cudaComputeCapability"), AttributeValue(VersionString{"8.0.0"}));
-  EXPECT_EQ(a.at("driverVersion"), AttributeValue(VersionString{"550.54.15"}));
-  EXPECT_EQ(a.at("cudaDriverVersion"), AttributeValue(VersionString{"12.4.0"}));
-  EXPECT_EQ(a.at("index"), AttributeValue(int64_t{1}));
-  EXPECT_EQ(a.at("minor"), AttributeValue(int64_t{1}));
-  EXPECT_EQ(a.at("pcieBusID"), AttributeValue(std::string("0000:02:00.0")));
-  EXPECT_EQ(a.at(kPciBusIdAttribute), AttributeValue(std::string("0000:02:00.0")));
-  EXPECT_EQ(a.at(kNvlinkIslandAttribute), AttributeValue(std::string("nvlink-0")));
-  EXPECT_EQ(a.count(kPcieRootAttribute), 0u) << "no root known: left out, as NVIDIA does";
-  EXPECT_EQ(p.pools[0].devices[1].capacity, (std::map<std::string, uint64_t>{{"memory", uint64_t{40} << 30}}));
+  const DraDevice& gpu1 = p.pools[0].devices[1];
+  auto a = [&](std::string_view name) { return gpu1.attribute(name) ? *gpu1.attribute(name) : AttributeValue(false); };
+  EXPECT_EQ(a("type"), AttributeValue(std::string("gpu")));
+  EXPECT_EQ(a("uuid"), AttributeValue(std::string("GPU-00000000-0000-4000-8000-000000000001")));
+  EXPECT_EQ(a("productName"), AttributeValue(std::string("NVIDIA A100-SXM4-40GB")));
+  EXPECT_EQ(a("brand"), AttributeValue(std::string("nvidia")));
+  EXPECT_EQ(a("architecture"), AttributeValue(std::string("ampere")));
+  EXPECT_EQ(a("cudaComputeCapability"), AttributeValue(VersionString{"8.0.0"}));
+  EXPECT_EQ(a("driverVersion"), AttributeValue(VersionString{"550.54.15"}));
+  EXPECT_EQ(a("cudaDriverVersion"), AttributeValue(VersionString{"12.4.0"}));
+  EXPECT_EQ(a("index"), AttributeValue(int64_t{1}));
+  EXPECT_EQ(a("minor"), AttributeValue(int64_t{1}));
+  EXPECT_EQ(a("pcieBusID"), AttributeValue(std::string("0000:02:00.0")));
+  EXPECT_EQ(a(kPciBusIdAttribute), AttributeValue(std::string("0000:02:00.0")));
+  EXPECT_EQ(a(kNvlinkIslandAttribute), AttributeValue(std::string("nvlink-0")));
+  EXPECT_EQ(gpu1.attribute(kPcieRootAttribute), nullptr) << "no root known: left out, as NVIDIA does";
+  EXPECT_EQ(gpu1.capacity, (std::vector<Capacity>{{"memory", uint64_t{40} << 30}}));
 }
 
 TEST(DraSlices, PcieRootPublishedWhenKnown) {
@@ -63,8 +64,9 @@ TEST(DraSlices, PcieRootPublishedWhenKnown) {
   o.pcie_roots["0000:01:00.0"] = "pci0000:00";
   auto p = build_publication(testing::a100_node(2, 0), o);
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(p->pools[0].devices[0].attributes.at(kPcieRootAttribute), AttributeValue(std::string("pci0000:00")));
-  EXPECT_EQ(p->pools[0].devices[1].attributes.count(kPcieRootAttribute), 0u);
+  ASSERT_NE(p->pools[0].devices[0].attribute(kPcieRootAttribute), nullptr);
+  EXPECT_EQ(*p->pools[0].devices[0].attribute(kPcieRootAttribute), AttributeValue(std::string("pci0000:00")));
+  EXPECT_EQ(p->pools[0].devices[1].attribute(kPcieRootAttribute), nullptr);
 }
 
 TEST(DraSlices, UnhealthyGpuLeavesThePoolAndComesBack) {
@@ -100,20 +102,20 @@ TEST(DraSlices, MigGpuPublishesItsMigDevicesNotTheFullGpu) {
   ASSERT_NE(find(pool, "gpu-1"), nullptr);
   const DraDevice* mig = find(pool, "gpu-0-mig-1g5gb-7-0");
   ASSERT_NE(mig, nullptr);
-  EXPECT_EQ(mig->attributes.at("type"), AttributeValue(std::string("mig")));
-  EXPECT_EQ(mig->attributes.at("uuid"), AttributeValue(std::string("MIG-0-0")));
-  EXPECT_EQ(mig->attributes.at("parentUUID"), AttributeValue(std::string("GPU-00000000-0000-4000-8000-000000000000")));
-  EXPECT_EQ(mig->attributes.at("profile"), AttributeValue(std::string("1g.5gb")));
-  EXPECT_EQ(mig->attributes.at("parentMinor"), AttributeValue(int64_t{0}));
-  EXPECT_EQ(mig->attributes.at("productName"), AttributeValue(std::string("NVIDIA A100-SXM4-40GB")));
-  EXPECT_EQ(mig->attributes.at("cudaComputeCapability"), AttributeValue(VersionString{"8.0.0"}));
-  EXPECT_EQ(mig->attributes.count("index"), 0u) << "index means the GPU's own index; MIG has parentIndex";
-  EXPECT_EQ(mig->capacity.at("memory"), uint64_t{4864} << 20);
-  EXPECT_EQ(mig->capacity.at("multiprocessors"), 14u);
-  EXPECT_EQ(mig->capacity.at("copyEngines"), 1u);
-  EXPECT_EQ(mig->capacity.at("gpuInstanceSlices"), 1u);
+  EXPECT_EQ(*mig->attribute("type"), AttributeValue(std::string("mig")));
+  EXPECT_EQ(*mig->attribute("uuid"), AttributeValue(std::string("MIG-0-0")));
+  EXPECT_EQ(*mig->attribute("parentUUID"), AttributeValue(std::string("GPU-00000000-0000-4000-8000-000000000000")));
+  EXPECT_EQ(*mig->attribute("profile"), AttributeValue(std::string("1g.5gb")));
+  EXPECT_EQ(*mig->attribute("parentMinor"), AttributeValue(int64_t{0}));
+  EXPECT_EQ(*mig->attribute("productName"), AttributeValue(std::string("NVIDIA A100-SXM4-40GB")));
+  EXPECT_EQ(*mig->attribute("cudaComputeCapability"), AttributeValue(VersionString{"8.0.0"}));
+  EXPECT_EQ(mig->attribute("index"), nullptr) << "index means the GPU's own index; MIG has parentIndex";
+  EXPECT_EQ(*mig->capacity_of("memory"), uint64_t{4864} << 20);
+  EXPECT_EQ(*mig->capacity_of("multiprocessors"), 14u);
+  EXPECT_EQ(*mig->capacity_of("copyEngines"), 1u);
+  EXPECT_EQ(*mig->capacity_of("gpuInstanceSlices"), 1u);
   for (const char* c : {"decoders", "encoders", "jpegEngines", "ofaEngines", "computeInstanceSlices"})
-    EXPECT_EQ(mig->capacity.count(c), 1u) << c;
+    EXPECT_NE(mig->capacity_of(c), nullptr) << c;
 }
 
 TEST(DraSlices, MigLayoutChangeReplacesTheMigDevices) {
@@ -164,7 +166,7 @@ TEST(DraSlices, UnparsableVersionIsLeftOutWithANote) {
   Inventory inv = testing::a100_node(1, 0);
   inv.driver_version = "";
   const auto p = publish(inv);
-  EXPECT_EQ(p.pools[0].devices[0].attributes.count("driverVersion"), 0u);
+  EXPECT_EQ(p.pools[0].devices[0].attribute("driverVersion"), nullptr);
   ASSERT_EQ(p.notes.size(), 1u);
   EXPECT_NE(p.notes[0].find("driverVersion"), std::string::npos);
 }
@@ -190,7 +192,7 @@ TEST(DraSlices, VendorsGetTheirOwnDriverPools) {
   ASSERT_EQ(p->pools.size(), 2u);
   EXPECT_EQ(p->pools[0].driver, "gpu.example.com");
   EXPECT_EQ(p->pools[1].driver, "gpu.amd.com");
-  EXPECT_EQ(p->pools[1].devices[0].attributes.at("type"), AttributeValue(std::string("amdgpu")));
+  EXPECT_EQ(*p->pools[1].devices[0].attribute("type"), AttributeValue(std::string("amdgpu")));
   ASSERT_EQ(p->notes.size(), 1u);
   EXPECT_NE(p->notes[0].find("fpga-0"), std::string::npos);
 }
@@ -321,7 +323,7 @@ TEST(DraNvlinkIslands, IslandsDoNotMoveWhenAGpuTurnsUnhealthy) {
   inv.gpus[0].health = {false, "XID 79"};
   const auto p = publish(inv);
   for (const auto& d : p.pools[0].devices)
-    EXPECT_EQ(d.attributes.at(kNvlinkIslandAttribute), AttributeValue(std::string("nvlink-0"))) << d.name;
+    EXPECT_EQ(*d.attribute(kNvlinkIslandAttribute), AttributeValue(std::string("nvlink-0"))) << d.name;
 }
 
 }  // namespace
