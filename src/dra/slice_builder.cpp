@@ -13,6 +13,19 @@ namespace {
 // DeviceAttributeMaxValueLength: longer strings and versions are refused by the API server.
 constexpr size_t kMaxAttributeValueLength = 64;
 
+bool is_valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += len;
+  }
+  return true;
+}
+
 void sort_by_name(Attributes& a) {
   std::sort(a.begin(), a.end(), [](const Attribute& x, const Attribute& y) { return x.name < y.name; });
 }
@@ -94,16 +107,22 @@ class Builder {
       notes_.push_back(id + ": device name " + d.name + " already used in pool of " + pool.driver + "; not published");
       return;
     }
-    drop_long_values(d.attributes, id);
+    drop_unpublishable_values(d.attributes, id);
     sort_by_name(d.attributes);
     pool.devices.push_back(std::move(d));
   }
 
-  void drop_long_values(Attributes& a, const std::string& id) {
+  // Values the API server would refuse (too long), or that cannot be JSON at all (not UTF-8: NVML
+  // strings are bytes), are left out with a note rather than failing the whole pool.
+  void drop_unpublishable_values(Attributes& a, const std::string& id) {
     std::erase_if(a, [&](const Attribute& attr) {
       const std::string* text = std::get_if<std::string>(&attr.value);
-      if (!text || text->size() <= kMaxAttributeValueLength) return false;
-      notes_.push_back(id + ": attribute " + std::string(attr.name) + " longer than 64 characters; left out");
+      if (!text) return false;
+      const char* why = text->size() > kMaxAttributeValueLength ? "is longer than 64 characters"
+                        : !is_valid_utf8(*text)                  ? "is not UTF-8"
+                                                                 : nullptr;
+      if (!why) return false;
+      notes_.push_back(id + ": attribute " + std::string(attr.name) + " " + why + "; left out");
       return true;
     });
   }
@@ -136,7 +155,7 @@ class Builder {
       add_version(a, "cudaDriverVersion", std::to_string(cuda / 1000) + "." + std::to_string(cuda % 1000 / 10),
                   g.uuid);
     }
-    drop_long_values(a, g.uuid);
+    drop_unpublishable_values(a, g.uuid);
     sort_by_name(a);
     return std::make_shared<const Attributes>(std::move(a));
   }

@@ -171,6 +171,21 @@ TEST(DraSlices, UnparsableVersionIsLeftOutWithANote) {
   EXPECT_NE(p.notes[0].find("driverVersion"), std::string::npos);
 }
 
+TEST(DraSlices, UnpublishableStringsAreLeftOutWithANoteAndTheRestRendersAsJson) {
+  Inventory inv = testing::a100_node(2, 0);
+  inv.gpus[0].product = "NVIDIA \xff\xfe broken";
+  inv.gpus[1].product = std::string(65, 'x');
+  const auto p = publish(inv);
+  ASSERT_EQ(p.pools[0].devices.size(), 2u);
+  EXPECT_EQ(p.pools[0].devices[0].attribute("productName"), nullptr);
+  EXPECT_EQ(p.pools[0].devices[1].attribute("productName"), nullptr);
+  ASSERT_EQ(p.notes.size(), 2u);
+  EXPECT_NE(p.notes[0].find("productName is not UTF-8"), std::string::npos) << p.notes[0];
+  EXPECT_NE(p.notes[1].find("productName is longer than 64 characters"), std::string::npos) << p.notes[1];
+  // dump() throws on invalid UTF-8: nothing that reaches the JSON may be invalid.
+  EXPECT_NO_THROW(resource_slices(p.pools[0], options(), 1, SliceApi::V1)[0].dump());
+}
+
 TEST(DraSlices, VendorsGetTheirOwnDriverPools) {
   Inventory inv = testing::a100_node(1, 0);
   Gpu amd;
