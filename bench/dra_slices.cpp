@@ -3,7 +3,8 @@
 // Target (issue 15): < 100 us.
 //   bench_dra_slices
 // BM_DraPoolsAfterHealthChange: build_publication + the "did anything change" comparison.
-// BM_DraSlicesAfterHealthChange: the same plus rendering the v1 ResourceSlice JSON.
+// BM_DraSliceTextAfterHealthChange: the same plus the v1 ResourceSlice request body (direct text).
+// BM_DraJsonTreeAfterHealthChange: the same body through nlohmann trees, for comparison.
 #include <benchmark/benchmark.h>
 
 #include "dra/slice_builder.h"
@@ -20,7 +21,9 @@ dra::SliceOptions options() {
   return o;
 }
 
-void rebuild(benchmark::State& state, bool render) {
+enum class Render { None, Text, JsonTree };
+
+void rebuild(benchmark::State& state, Render render) {
   Inventory inv = testing::a100_node(16, 16);
   const auto opts = options();
   auto previous = dra::build_publication(inv, opts);
@@ -32,17 +35,22 @@ void rebuild(benchmark::State& state, bool render) {
     auto next = dra::build_publication(inv, opts);
     const bool changed = next->pools != previous->pools;
     benchmark::DoNotOptimize(changed);
-    if (render)
-      for (const auto& pool : next->pools)
-        benchmark::DoNotOptimize(dra::resource_slices(pool, opts, flip, dra::SliceApi::V1));
+    for (const auto& pool : next->pools) {
+      if (render == Render::Text) benchmark::DoNotOptimize(dra::resource_slice_texts(pool, opts, flip, dra::SliceApi::V1));
+      if (render == Render::JsonTree)
+        for (const auto& slice : dra::resource_slices(pool, opts, flip, dra::SliceApi::V1))
+          benchmark::DoNotOptimize(slice.dump());
+    }
     previous = std::move(next);
   }
 }
 
-void BM_DraPoolsAfterHealthChange(benchmark::State& state) { rebuild(state, false); }
-void BM_DraSlicesAfterHealthChange(benchmark::State& state) { rebuild(state, true); }
+void BM_DraPoolsAfterHealthChange(benchmark::State& state) { rebuild(state, Render::None); }
+void BM_DraSliceTextAfterHealthChange(benchmark::State& state) { rebuild(state, Render::Text); }
+void BM_DraJsonTreeAfterHealthChange(benchmark::State& state) { rebuild(state, Render::JsonTree); }
 BENCHMARK(BM_DraPoolsAfterHealthChange)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DraSlicesAfterHealthChange)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DraSliceTextAfterHealthChange)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DraJsonTreeAfterHealthChange)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

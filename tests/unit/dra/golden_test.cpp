@@ -57,11 +57,19 @@ TEST_P(GoldenSlices, MatchesGoldenFile) {
   auto publication = build_publication(*inventory, options);
   ASSERT_TRUE(publication.ok()) << publication.error().message;
 
-  nlohmann::json got{{"notes", publication->notes}, {"v1", nlohmann::json::array()}, {"v1beta1", nlohmann::json::array()}};
+  nlohmann::json got{
+      {"notes", publication->notes}, {"v1", nlohmann::json::array()}, {"v1beta1", nlohmann::json::array()}};
   for (const auto& pool : publication->pools) {
     for (const auto& d : pool.devices) EXPECT_TRUE(is_dns_label(d.name)) << d.name;
-    for (auto& s : resource_slices(pool, options, 1, SliceApi::V1)) got["v1"].push_back(s);
-    for (auto& s : resource_slices(pool, options, 1, SliceApi::V1beta1)) got["v1beta1"].push_back(s);
+    for (const auto api : {SliceApi::V1, SliceApi::V1beta1}) {
+      const auto slices = resource_slices(pool, options, 1, api);
+      const auto texts = resource_slice_texts(pool, options, 1, api);
+      ASSERT_EQ(texts.size(), slices.size());
+      for (size_t k = 0; k < slices.size(); ++k) {
+        EXPECT_EQ(texts[k], slices[k].dump()) << "direct text differs from the JSON tree";
+        got[api == SliceApi::V1 ? "v1" : "v1beta1"].push_back(slices[k]);
+      }
+    }
   }
   const std::string text = got.dump(2) + "\n";
   if (std::getenv("KGPU_UPDATE_GOLDEN")) {

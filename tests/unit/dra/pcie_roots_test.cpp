@@ -32,7 +32,8 @@ TEST_F(PcieRoots, RootComplexOfEachGpuBehindSwitches) {
   add("0000:01:00.0", "pci0000:00/0000:00:01.0/0000:01:00.0");
   add("0000:02:00.0", "pci0000:80/0000:80:02.0/0000:81:00.0/0000:82:00.0/0000:02:00.0");
   const auto roots = read_pcie_roots(root_.string(), testing::a100_node(3, 0));
-  EXPECT_EQ(roots, (std::map<std::string, std::string>{{"0000:01:00.0", "pci0000:00"}, {"0000:02:00.0", "pci0000:80"}}));
+  const std::map<std::string, std::string> expected{{"0000:01:00.0", "pci0000:00"}, {"0000:02:00.0", "pci0000:80"}};
+  EXPECT_EQ(roots, expected);
 }
 
 TEST_F(PcieRoots, DeviceOutsideARootComplexIsLeftOut) {

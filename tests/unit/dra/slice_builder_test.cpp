@@ -270,6 +270,25 @@ TEST(DraSlices, MoreThan128DevicesSplitIntoSlicesOfOnePool) {
   EXPECT_EQ(slices[1]["metadata"]["name"], "node-1-gpu.nvidia.com-1");
 }
 
+TEST(DraSlices, DirectTextEqualsTheJsonTreeDumped) {
+  Inventory inv = testing::a100_node(20, 19);  // two slices; MIG and full GPUs
+  inv.gpus[19].product = "A \"quoted\" \\ name\twith\x01control \xc3\xa9";
+  inv.gpus[3].mig_devices[2].health = {false, "XID 94"};
+  const auto p = publish(inv);
+  for (const auto api : {SliceApi::V1, SliceApi::V1beta1})
+    for (const bool with_uid : {true, false}) {
+      SliceOptions o = options();
+      if (!with_uid) o.node_uid.clear();
+      const auto trees = resource_slices(p.pools[0], o, 42, api);
+      const auto texts = resource_slice_texts(p.pools[0], o, 42, api);
+      ASSERT_EQ(texts.size(), trees.size());
+      for (size_t k = 0; k < trees.size(); ++k) EXPECT_EQ(texts[k], trees[k].dump()) << k;
+    }
+  const DriverPool empty{"gpu.nvidia.com", "node-1", {}};
+  EXPECT_EQ(resource_slice_texts(empty, options(), 1, SliceApi::V1)[0],
+            resource_slices(empty, options(), 1, SliceApi::V1)[0].dump());
+}
+
 TEST(DraSlices, DeterministicOutput) {
   const Inventory inv = testing::a100_node(16, 16);
   const auto a = publish(inv);
