@@ -34,14 +34,21 @@ std::string gpu_device_name(const Gpu& gpu) {
 }
 
 std::string mig_device_name(const Gpu& parent, const MigDevice& mig) {
-  std::string profile;
+  // Appended in place: this runs for every MIG device on every health event.
+  std::string name = gpu_device_name(parent);
+  name.reserve(name.size() + mig.profile.size() + 32);
+  name += "-mig-";
+  const size_t profile_start = name.size();
   for (char c : mig.profile) {
     const char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower_alnum(l)) profile += l;
+    if (lower_alnum(l)) name += l;
   }
-  if (profile.empty()) profile = "unknown";
-  return gpu_device_name(parent) + "-mig-" + profile + "-" + std::to_string(mig.gpu_instance_id) + "-" +
-         std::to_string(mig.compute_instance_id);
+  if (name.size() == profile_start) name += "unknown";
+  name += '-';
+  name += std::to_string(mig.gpu_instance_id);
+  name += '-';
+  name += std::to_string(mig.compute_instance_id);
+  return name;
 }
 
 }  // namespace kgpu::dra

@@ -2,7 +2,6 @@
 #include "dra/slice_builder.h"
 
 #include <algorithm>
-#include <set>
 
 #include "dra/device_names.h"
 
@@ -51,7 +50,7 @@ class Builder {
   void add_pool(Vendor vendor, const std::string& driver, Publication& out) {
     DriverPool pool{driver, options_.node_name, {}};
     bool any = false;
-    names_.clear();
+    ids_.clear();
     for (size_t i = 0; i < inv_.gpus.size(); ++i) {
       const Gpu& g = inv_.gpus[i];
       if (g.vendor != vendor) continue;
@@ -73,6 +72,7 @@ class Builder {
       if (g.minor >= 0) d.attributes.push_back({"minor", int64_t{g.minor}});
       add_device(std::move(d), g.uuid, pool);
     }
+    drop_duplicate_names(pool);
     if (any) out.pools.push_back(std::move(pool));
   }
 
@@ -103,10 +103,7 @@ class Builder {
   }
 
   void add_device(DraDevice d, const std::string& id, DriverPool& pool) {
-    if (!names_.insert(d.name).second) {
-      notes_.push_back(id + ": device name " + d.name + " already used in pool of " + pool.driver + "; not published");
-      return;
-    }
+    ids_.push_back(&id);
     drop_unpublishable_values(d.attributes, id);
     sort_by_name(d.attributes);
     pool.devices.push_back(std::move(d));
@@ -114,6 +111,30 @@ class Builder {
 
   // Values the API server would refuse (too long), or that cannot be JSON at all (not UTF-8: NVML
   // strings are bytes), are left out with a note rather than failing the whole pool.
+  // Device names must be unique in a pool (two GPUs reporting one minor): the first keeps it. One
+  // sort of indices instead of a set of names on every device, as this runs on each health event.
+  void drop_duplicate_names(DriverPool& pool) {
+    const auto& devices = pool.devices;
+    std::vector<size_t> order(devices.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return devices[a].name < devices[b].name; });
+    std::vector<bool> drop(devices.size(), false);
+    bool any = false;
+    for (size_t k = 1; k < order.size(); ++k)
+      if (devices[order[k]].name == devices[order[k - 1]].name) drop[order[k]] = any = true;
+    if (!any) return;
+    std::vector<DraDevice> kept;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (!drop[i]) {
+        kept.push_back(std::move(pool.devices[i]));
+        continue;
+      }
+      notes_.push_back(*ids_[i] + ": device name " + pool.devices[i].name + " already used in pool of " +
+                       pool.driver + "; not published");
+    }
+    pool.devices = std::move(kept);
+  }
+
   void drop_unpublishable_values(Attributes& a, const std::string& id) {
     std::erase_if(a, [&](const Attribute& attr) {
       const std::string* text = std::get_if<std::string>(&attr.value);
@@ -163,7 +184,7 @@ class Builder {
   const Inventory& inv_;
   const SliceOptions& options_;
   const std::vector<std::string> islands_;
-  std::set<std::string> names_;
+  std::vector<const std::string*> ids_;  // the inventory ID of each device of the pool being built
   std::vector<std::string> notes_;
 };
 

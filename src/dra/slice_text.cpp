@@ -45,6 +45,13 @@ void put_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
+// Attribute and capacity names: literals of the vocabulary, which never need escapes.
+void put_name(std::string& out, std::string_view name) {
+  out += '"';
+  out.append(name);
+  out += "\":";
+}
+
 void put_value(std::string& out, const AttributeValue& v) {
   if (const auto* s = std::get_if<std::string>(&v)) {
     out += "{\"string\":";
@@ -73,15 +80,14 @@ void put_attributes(std::string& out, const DraDevice& d) {
     const Attribute& next = (j == b.size() || (i < a.size() && a[i].name < b[j].name)) ? a[i++] : b[j++];
     if (!first) out += ',';
     first = false;
-    put_string(out, next.name);
-    out += ':';
+    put_name(out, next.name);
     put_value(out, next.value);
   }
   out += "},\"capacity\":{";
   for (size_t k = 0; k < d.capacity.size(); ++k) {
     if (k) out += ',';
-    put_string(out, d.capacity[k].name);
-    out += ":{\"value\":\"";
+    put_name(out, d.capacity[k].name);
+    out += "{\"value\":\"";
     out += binary_si_quantity(d.capacity[k].value);
     out += "\"}";
   }
