@@ -164,7 +164,7 @@ void setup_devices(CLI::App& root) {
   auto args = std::make_shared<DevicesArgs>();
   auto* cmd = root.add_subcommand("devices", "Print the devices and resources the plugin would advertise");
   kgpu::add_config_flags(*cmd, args->flags);
-  cmd->add_option("-o,--output", args->output, "text|json|dra (the DRA ResourceSlices)")->check(CLI::IsMember({"text", "json", "dra"}));
+  cmd->add_option("-o,--output", args->output, "text|json|dra")->check(CLI::IsMember({"text", "json", "dra"}));
   cmd->add_option("--prefer", args->prefer, "Explain the preferred allocation of N devices per resource");
   cmd->add_flag("--live", args->live,
                 "Show the health the running plugin advertises now (reads its sockets next to --kubelet-socket)");
