@@ -15,6 +15,7 @@
 #include "alloc/preferred.h"
 #include "cli/command.h"
 #include "cli/node_config_selector.h"
+#include "cli/devices_dra.h"
 #include "config/loader.h"
 #include "plan/plan.h"
 #include "podresources/client.h"
@@ -167,6 +168,7 @@ int run_devices(const DevicesArgs& args) {
     overlay_live_health(config, *inv, plan);
     report_held_devices(config, plan);
   }
+  if (args.output == "dra") return kgpu::cli::print_dra_slices(config, *inv);
   if (args.output == "json") {
     auto j = to_json(*inv, plan);
     j["config"] = {{"file", config.config_file}, {"origin", config_origin}};
@@ -200,7 +202,7 @@ void setup_devices(CLI::App& root) {
   auto args = std::make_shared<DevicesArgs>();
   auto* cmd = root.add_subcommand("devices", "Print the devices and resources the plugin would advertise");
   kgpu::add_config_flags(*cmd, args->flags);
-  cmd->add_option("-o,--output", args->output, "text|json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("-o,--output", args->output, "text|json|dra")->check(CLI::IsMember({"text", "json", "dra"}));
   cmd->add_option("--prefer", args->prefer, "Explain the preferred allocation of N devices per resource");
   cmd->add_flag("--live", args->live,
                 "Show the health the running plugin advertises now (reads its sockets next to --kubelet-socket)");

@@ -1,0 +1,46 @@
+#include "cli/devices_dra.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <iostream>
+
+#include "dra/pcie_roots.h"
+#include "dra/slice_builder.h"
+
+namespace kgpu::cli {
+
+namespace {
+
+// The DaemonSet passes the node name through the downward API; outside a pod the host name is the
+// best guess (kubelets default to it, lower-cased).
+std::string node_name() {
+  if (const char* env = std::getenv("NODE_NAME"); env && *env) return env;
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) return "";
+  std::string name = host;
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+}  // namespace
+
+int print_dra_slices(const Config& config, const Inventory& inventory) {
+  dra::SliceOptions options;
+  options.node_name = node_name();
+  options.pcie_roots = dra::read_pcie_roots(config.sysfs_root, inventory);
+  auto publication = dra::build_publication(inventory, options);
+  if (!publication) {
+    std::cerr << publication.error().message << " (set NODE_NAME)\n";
+    return 1;
+  }
+  nlohmann::json list{{"apiVersion", "v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
+  for (const auto& pool : publication->pools)
+    for (auto& slice : dra::resource_slices(pool, options, 1, dra::SliceApi::V1)) list["items"].push_back(slice);
+  std::cout << list.dump(2) << "\n";
+  for (const auto& note : publication->notes) std::cerr << "note: " << note << "\n";
+  return 0;
+}
+
+}  // namespace kgpu::cli

@@ -1,0 +1,54 @@
+#include "dra/device_names.h"
+
+#include <cctype>
+
+namespace kgpu::dra {
+
+namespace {
+
+bool lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+}  // namespace
+
+bool is_dns_label(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  if (!lower_alnum(s.front()) || !lower_alnum(s.back())) return false;
+  for (char c : s)
+    if (!lower_alnum(c) && c != '-') return false;
+  return true;
+}
+
+bool is_dns_subdomain(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = s.find('.', start);
+    if (!is_dns_label(s.substr(start, dot == std::string::npos ? std::string::npos : dot - start))) return false;
+    if (dot == std::string::npos) return true;
+    start = dot + 1;
+  }
+}
+
+std::string gpu_device_name(const Gpu& gpu) {
+  return "gpu-" + std::to_string(gpu.minor >= 0 ? gpu.minor : gpu.index);
+}
+
+std::string mig_device_name(const Gpu& parent, const MigDevice& mig) {
+  // Appended in place: this runs for every MIG device on every health event.
+  std::string name = gpu_device_name(parent);
+  name.reserve(name.size() + mig.profile.size() + 32);
+  name += "-mig-";
+  const size_t profile_start = name.size();
+  for (char c : mig.profile) {
+    const char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower_alnum(l)) name += l;
+  }
+  if (name.size() == profile_start) name += "unknown";
+  name += '-';
+  name += std::to_string(mig.gpu_instance_id);
+  name += '-';
+  name += std::to_string(mig.compute_instance_id);
+  return name;
+}
+
+}  // namespace kgpu::dra

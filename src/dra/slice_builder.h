@@ -1,0 +1,87 @@
+#pragma once
+// The DRA face of the inventory: which devices each DRA driver publishes for this node, with the
+// attributes and capacities NVIDIA's DRA driver for GPUs uses (so claims written for it select kgpu's
+// devices unchanged), and the resource.k8s.io ResourceSlice objects that carry them. Pure: the
+// inputs that need I/O (PCIe roots from sysfs, the Node's UID) come in through SliceOptions.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/inventory.h"
+#include "core/result.h"
+#include "dra/dra_device.h"
+
+namespace kgpu::dra {
+
+// The attribute that groups GPUs joined by NVLink (directly, through NVSwitches, or through a
+// multi-node NVLink fabric), so a claim's constraint
+//   matchAttribute: kgpu.io/nvlinkIsland
+// keeps its GPUs on one island. Qualified: NVIDIA's driver has no such attribute, and a kgpu name in
+// its domain could clash with one it adds later.
+inline constexpr std::string_view kNvlinkIslandAttribute = "kgpu.io/nvlinkIsland";
+inline constexpr std::string_view kPcieRootAttribute = "resource.kubernetes.io/pcieRoot";
+inline constexpr std::string_view kPciBusIdAttribute = "resource.kubernetes.io/pciBusID";
+
+// Each vendor's DRA driver name, the default of each vendor's own DRA driver.
+struct DriverNames {
+  std::string nvidia = "gpu.nvidia.com";
+  std::string amd = "gpu.amd.com";
+  std::string intel = "gpu.intel.com";
+  bool operator==(const DriverNames&) const = default;
+};
+
+struct SliceOptions {
+  std::string node_name;  // the pool name and spec.nodeName
+  std::string node_uid;   // the Node's metadata.uid for the owner reference; empty leaves it out
+  DriverNames drivers;
+  // PCIe root complex per GPU ("pci0000:00"), keyed by normalize_pci_bus_id(); GPUs missing here
+  // publish no resource.kubernetes.io/pcieRoot (as NVIDIA's driver does when it cannot resolve one).
+  std::map<std::string, std::string> pcie_roots;
+};
+
+struct Publication {
+  // One pool per driver with GPUs on the node, in the order NVIDIA, AMD, Intel. A driver whose GPUs
+  // are all unhealthy keeps its pool with no devices, so publishing it retracts them.
+  std::vector<DriverPool> pools;
+  // What was left out and why (unhealthy devices, generic devices, unparsable versions...).
+  std::vector<std::string> notes;
+  bool operator==(const Publication&) const = default;
+};
+
+// Invalid node or driver names are errors; everything about single devices is a note.
+Result<Publication> build_publication(const Inventory& inventory, const SliceOptions& options);
+
+// The resource.k8s.io API versions kgpu writes: v1 (1.34+) and v1beta1 (1.32, 1.33; attributes and
+// capacity nested under devices[].basic).
+enum class SliceApi { V1, V1beta1 };
+const char* api_version(SliceApi api);  // "resource.k8s.io/v1"
+
+// At most this many devices per ResourceSlice (ResourceSliceMaxDevices).
+inline constexpr size_t kMaxDevicesPerSlice = 128;
+
+// The ResourceSlice objects for one pool at one generation: as many as the device limit needs (at
+// least one, so an empty pool is still published), named "<node>-<driver>-<n>", owned by the Node.
+std::vector<nlohmann::json> resource_slices(const DriverPool& pool, const SliceOptions& options, int64_t generation,
+                                            SliceApi api);
+
+// The same slices as compact JSON text (byte for byte resource_slices(...)[k].dump()), written
+// directly: the body the API-server writer sends, without building nlohmann trees on the health
+// event path (about 20x faster for 112 devices).
+std::vector<std::string> resource_slice_texts(const DriverPool& pool, const SliceOptions& options,
+                                              int64_t generation, SliceApi api);
+
+// Helpers with rules of their own, exposed for tests.
+std::string normalize_pci_bus_id(const std::string& bus_id);       // "00000000:0F:00.0" -> "0000:0f:00.0"
+std::optional<std::string> to_semver(const std::string& version);  // "8.0" -> "8.0.0", "535.104.05" -> "535.104.5"
+std::string binary_si_quantity(uint64_t value);                    // 42949672960 -> "40Gi", 14 -> "14"
+// NVLink island per GPU, indexed like Inventory::gpus: "<fabric cluster UUID>.<clique>" for GPUs in a
+// registered NVLink fabric, else "nvlink-<lowest NVML index>" of the GPUs joined by NVLink (every
+// GPU when an NVSwitch joins them all; a GPU without NVLink is an island of its own).
+std::vector<std::string> nvlink_islands(const Inventory& inventory);
+
+}  // namespace kgpu::dra
