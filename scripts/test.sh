@@ -5,8 +5,9 @@
 #   asan   ASan+UBSan on every target (kgpu, the fake NVML, the tests); every unit and e2e test,
 #          four at once so the e2e tests also run concurrently, under load (orderings like issue 19)
 #   tsan   TSan; only what test_e2e needs (kgpu, the fake NVML, test_e2e); the e2e tests
+#   image  the container image from deploy/Dockerfile (buildah), kgpu version and demo inside it
 #   fuzz   clang + libFuzzer; every target in tests/fuzz for KGPU_FUZZ_SECONDS (default 20)
-# KGPU_CI_PHASES picks phases (default: all four), e.g. KGPU_CI_PHASES="build asan" ./scripts/test.sh.
+# KGPU_CI_PHASES picks phases (default: all five), e.g. KGPU_CI_PHASES="build asan" ./scripts/test.sh.
 # Sanitizer builds are Debug at -O1 -g1: line numbers in every report, tests fast enough for CI's
 # 2 cores, and compiles only ~1.4x as long as the plain -O2 -g build (instrumentation included).
 set -euo pipefail
@@ -15,7 +16,7 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deploy-deps.sh
 
 jobs=$(nproc)
-phases=${KGPU_CI_PHASES:-build asan tsan fuzz}
+phases=${KGPU_CI_PHASES:-build image asan tsan fuzz}
 sanitizer_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
 
 # Runs one phase and prints its wall and CPU time (the CI budget is 90 minutes on 2 cores).
@@ -50,6 +51,12 @@ phase_tsan() {
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" --timeout 600 -L e2e
 }
 
+phase_image() {
+  # The shipped image (issue 16): built from deploy/Dockerfile with buildah around the binary phase
+  # build made (no second compile), then `kgpu version` and `kgpu demo` run inside it.
+  ./scripts/ci-image.sh build
+}
+
 phase_fuzz() {
   # Warnings are not errors here: gcc is the project's compiler (phase build has -Werror); clang
   # warns about other things (e.g. the C casts inside NVML's own version macros).
@@ -60,8 +67,7 @@ phase_fuzz() {
 }
 
 phase build
+phase image
 phase asan
 phase tsan
 phase fuzz
-
-# --- container image checks (h7): the lead adds ./scripts/ci-image.sh here -------------------------

@@ -19,7 +19,8 @@ CliRun devices_dra(const std::string& fleet, const std::string& node_name) {
   TempDir work("kgpu-dra");
   const FakeNode node = make_fake_node(fleet, work.file("node"));
   ProcessOptions options;
-  options.argv = {kgpu_binary(), "devices", "-o", "dra", "--sysfs-root", node.sysfs_root};
+  // The proc root holds the MIG capability minors: without them MIG devices are Unhealthy and unpublished.
+  options.argv = {kgpu_binary(), "devices", "-o", "dra", "--sysfs-root", node.sysfs_root, "--proc-root", node.proc_root};
   options.env = fake_nvml_env(node);
   options.env["NODE_NAME"] = node_name;
   ChildProcess cli(options, work.path(), "devices");
