@@ -24,6 +24,9 @@ if(KGPU_SANITIZE)
 
   set(kgpu_san_flags -fsanitize=${KGPU_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_compile_options(${kgpu_san_flags})
+  # GCC 12 reports -Wmaybe-uninitialized false positives inside libstdc++ (<regex>, std::function)
+  # once the sanitizers' instrumentation changes inlining; the plain -Werror build keeps the check.
+  add_compile_options(-Wno-maybe-uninitialized)
   add_link_options(${kgpu_san_flags})
 
   # Reports must fail the test that caused them: stop at the first one, with a stack.

@@ -133,6 +133,67 @@ TEST_F(TelemetryE2E, ScrapeCarriesDcgmSeriesForEveryGpuAndFollowsTheDevice) {
   }
 }
 
+// Per-pod attribution through the kubelet's PodResources API (the simulator serves it): the series
+// of a GPU a container holds carry its container, namespace and pod; they leave with the pod.
+TEST_F(TelemetryE2E, SeriesOfAHeldGpuCarryThePodThatHoldsIt) {
+  int port = 0;
+  auto plugin = start_with_metrics({}, port);
+  ASSERT_GT(port, 0);
+  ASSERT_TRUE(sim->run_pod("ml", "trainer-0", kGpu, {kGpu3}).ok());
+  const std::string held = "gpu=\"3\",UUID=\"" + kGpu3 + "\"";
+  std::string body;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        body = scrape(port);
+        return value(body, "DCGM_FI_DEV_GPU_UTIL", "container=\"main\",namespace=\"ml\",pod=\"trainer-0\"") >= 0;
+      },
+      20s))
+      << body << diagnostics(*plugin);
+  // Only the held GPU is attributed, on every one of its series; the others carry no pod labels.
+  EXPECT_EQ(samples(body, "DCGM_FI_DEV_GPU_UTIL"), 8u) << body;
+  EXPECT_NE(body.find("DCGM_FI_DEV_FB_USED{" + held), std::string::npos) << body;
+  size_t attributed = 0;
+  for (size_t pos = body.find("pod=\"trainer-0\""); pos != std::string::npos; pos = body.find("pod=\"trainer-0\"", pos + 1)) {
+    const size_t line_start = body.rfind('\n', pos) + 1;
+    EXPECT_NE(body.substr(line_start, pos - line_start).find(held), std::string::npos)
+        << body.substr(line_start, body.find('\n', pos) - line_start);
+    ++attributed;
+  }
+  EXPECT_GE(attributed, 20u) << body;
+
+  sim->delete_pod("ml", "trainer-0");
+  ASSERT_TRUE(wait_until([&] { return (body = scrape(port)).find("pod=\"trainer-0\"") == std::string::npos; }, 20s))
+      << body;
+  EXPECT_EQ(samples(body, "DCGM_FI_DEV_GPU_UTIL"), 8u) << body;
+}
+
+// A replica of a time-sliced GPU is attributed to the GPU it runs on.
+TEST_F(TelemetryE2E, ReplicaIsAttributedToItsGpu) {
+  PluginOptions options;
+  options.config_file = work.write("ts.yaml",
+                                   "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                                   "    - name: nvidia.com/gpu\n      replicas: 2\n");
+  options.extra_args = {"--metrics-addr", "127.0.0.1:0"};
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 16)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_until([&] { return metrics_port(*plugin) > 0; }, 20s)) << diagnostics(*plugin);
+  const int port = metrics_port(*plugin);
+  ASSERT_TRUE(sim->run_pod("ml", "infer-1", kGpu, {kGpu3 + "::1"}).ok());
+  std::string body;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        body = scrape(port);
+        return value(body, "DCGM_FI_DEV_GPU_UTIL", "gpu=\"3\",UUID=\"" + kGpu3) >= 0 &&
+               body.find("pod=\"infer-1\"") != std::string::npos;
+      },
+      20s))
+      << body << diagnostics(*plugin);
+  const size_t at = body.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"3\"");
+  ASSERT_NE(at, std::string::npos) << body;
+  const std::string line = body.substr(at, body.find('\n', at) - at);
+  EXPECT_NE(line.find("namespace=\"ml\",pod=\"infer-1\""), std::string::npos) << line;
+}
+
 TEST_F(TelemetryE2E, SwitchedOffByEnvironmentLeavesOnlyKgpuFamilies) {
   PluginOptions options;
   options.env["KGPU_GPU_TELEMETRY"] = "false";
