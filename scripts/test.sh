@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deploy-deps.sh
 
 jobs=$(nproc)
-phases=${KGPU_CI_PHASES:-build image}  # the other phases are switched on as each is verified
+phases=${KGPU_CI_PHASES:-build image asan}  # the other phases are switched on as each is verified
 sanitizer_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
 
 # Runs one phase and prints its wall and CPU time (the CI budget is 90 minutes on 2 cores).
