@@ -19,7 +19,7 @@ jobs=$(nproc)
 phases=${KGPU_CI_PHASES:-build image asan}  # the other phases are switched on as each is verified
 sanitizer_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
 
-# Runs one phase and prints its wall and CPU time (the CI budget is 90 minutes on 2 cores).
+# Runs one phase and prints its wall time (the CI budget is 90 minutes on 2 cores).
 phase() {
   local name=$1
   shift
@@ -27,8 +27,7 @@ phase() {
   echo "== $name"
   local start=$SECONDS
   "phase_$name"
-  echo "== $name: done in $((SECONDS - start)) s wall; CPU so far (user sys, children):"
-  times | tail -1
+  echo "== $name: done in $((SECONDS - start)) s wall"
 }
 
 phase_build() {
