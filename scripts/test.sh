@@ -4,10 +4,12 @@
 #   build  RelWithDebInfo, warnings as errors; every test (unit, e2e, deploy)
 #   asan   ASan+UBSan on every target (kgpu, the fake NVML, the tests); every unit and e2e test,
 #          four at once so the e2e tests also run concurrently, under load (orderings like issue 19)
-#   tsan   TSan; only what test_e2e needs (kgpu, the fake NVML, test_e2e); the e2e tests
+#   tsan   TSan; only what test_e2e needs (kgpu, the fake NVML, test_e2e); the e2e tests. Opt-in, not
+#          in CI yet: Debian's gRPC is not built with TSan, and gRPC's own callback handoff between
+#          its inline headers and its uninstrumented core still shows as races (tests/sanitizers/tsan.supp)
 #   image  the container image from deploy/Dockerfile (buildah), kgpu version and demo inside it
 #   fuzz   clang + libFuzzer; every target in tests/fuzz for KGPU_FUZZ_SECONDS (default 20)
-# KGPU_CI_PHASES picks phases (default: all five), e.g. KGPU_CI_PHASES="build asan" ./scripts/test.sh.
+# KGPU_CI_PHASES picks phases (default: build image asan fuzz; add tsan by hand), e.g. KGPU_CI_PHASES="build asan" ./scripts/test.sh.
 # Sanitizer builds are Debug at -O1 -g1: line numbers in every report, tests fast enough for CI's
 # 2 cores, and compiles only ~1.4x as long as the plain -O2 -g build (instrumentation included).
 set -euo pipefail
@@ -16,7 +18,7 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deploy-deps.sh
 
 jobs=$(nproc)
-phases=${KGPU_CI_PHASES:-build image asan}  # the other phases are switched on as each is verified
+phases=${KGPU_CI_PHASES:-build image asan fuzz}
 sanitizer_flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
 
 # Runs one phase and prints its wall time (the CI budget is 90 minutes on 2 cores).
