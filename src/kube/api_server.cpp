@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/safe_file.h"
+
 namespace kgpu::kube {
 namespace {
 
@@ -18,30 +20,10 @@ std::string env_or_empty(const std::map<std::string, std::string>& env, const ch
 }  // namespace
 
 Result<std::string> read_token_file(const std::string& path) {
-  // O_NONBLOCK: a FIFO planted at the path must not hang the caller; fstat then refuses it.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return Error::not_found("cannot open " + path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Error::invalid(path + " is not a regular file");
-  }
-  std::string text;
-  char buf[4096];
-  while (text.size() <= kMaxTokenBytes) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return Error::unavailable("cannot read " + path + ": " + std::strerror(err));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  if (text.size() > kMaxTokenBytes)
-    return Error::invalid(path + " is larger than " + std::to_string(kMaxTokenBytes) + " bytes: not a token");
+  // The shared bounded read: regular files only, a FIFO refused without blocking, size capped.
+  auto read = read_regular_file(path, kMaxTokenBytes);
+  if (!read) return read.error();
+  std::string text = std::move(*read);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
   if (text.empty()) return Error::not_found(path + " is empty");
   return text;

@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/safe_file.h"
 #include "mps/process.h"
 
 namespace kgpu {
@@ -39,15 +40,9 @@ bool stop_requested(int stop_fd) { return mps::wait_readable(stop_fd, std::chron
 // The PID the control daemon wrote. The pipe folder is shared with every MPS client, so the file
 // is read like any outside input: no links, no FIFOs, a few bytes at most, digits only.
 Result<int> read_pid(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return Error::unavailable("the control daemon wrote no PID to " + path);
-  UniqueFd file(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return Error::unavailable(path + " is not a regular file");
-  char buf[32];
-  const ssize_t n = ::read(fd, buf, sizeof buf);
-  if (n <= 0) return Error::unavailable("the control daemon wrote no PID to " + path);
-  std::string_view text(buf, static_cast<size_t>(n));
+  auto read = read_regular_file(path, 32, FollowLinks::No);
+  if (!read || read->empty()) return Error::unavailable("the control daemon wrote no PID to " + path);
+  std::string_view text(*read);
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   int pid = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/safe_file.h"
 #include "nvml/device_checks.h"
 #include "nvml/mig_facts.h"
 
@@ -18,26 +19,11 @@ namespace kgpu {
 namespace {
 
 // The procfs/sysfs files read here are a few KiB at most; a larger one (or a FIFO, which must
-// not block discovery) is refused. Empty when the file cannot be read.
-std::optional<std::string> read_text_file(const std::string& path, size_t max_bytes = 1024 * 1024) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return std::nullopt;
-  struct stat st {};
-  std::optional<std::string> text;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    text.emplace();
-    char buf[4096];
-    while (text && text->size() <= max_bytes) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) text.reset();
-      else if (n == 0) break;
-      else text->append(buf, static_cast<size_t>(n));
-    }
-    if (text && text->size() > max_bytes) text.reset();
-  }
-  ::close(fd);
-  return text;
+// not block discovery) is refused by the shared bounded read. Empty when the file cannot be read.
+std::optional<std::string> read_text_file(const std::string& path) {
+  auto text = read_regular_file(path, size_t{1} << 20);
+  if (!text) return std::nullopt;
+  return std::move(*text);
 }
 
 // A GPU's NUMA node from sysfs; absent when the file is missing, unparsable or negative (the
