@@ -9,7 +9,7 @@ packages=(
   build-essential cmake pkg-config git ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
-  libcpp-httplib-dev
+  libcpp-httplib-dev libnghttp2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
   python3 python3-yaml

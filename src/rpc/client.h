@@ -1,0 +1,26 @@
+#pragma once
+// A blocking unary gRPC call over a unix socket (HTTP/2 through nghttp2), on the caller's thread,
+// with one deadline for the whole exchange: connect, request, answer. A connection per call: the
+// daemon calls the kubelet rarely (Register after a restart, PodResources at a config switch),
+// and after a kubelet restart the socket is a new inode anyway.
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+#include "rpc/framing.h"
+#include "rpc/status.h"
+
+namespace kgpu::rpc {
+
+struct CallResult {
+  RpcStatus status;     // the server's grpc-status, or what went wrong on the way
+  std::string message;  // the response (serialized) when status is OK
+};
+
+// `path`: "/v1beta1.Registration/Register". Never throws; a connection failure is Unavailable,
+// the deadline DeadlineExceeded, a malformed answer Internal.
+CallResult call_unary(const std::string& socket_path, std::string_view path, std::string_view request,
+                      std::chrono::milliseconds timeout, size_t max_response = kMaxMessageBytes);
+
+}  // namespace kgpu::rpc
