@@ -1,10 +1,9 @@
 #include "podresources/client.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <filesystem>
 
-#include "podresources/v1/api.grpc.pb.h"
+#include "podresources/v1/api.pb.h"
+#include "rpc/client.h"
 
 namespace kgpu::podresources {
 
@@ -15,21 +14,18 @@ std::string socket_for(const std::string& kubelet_socket) {
 }
 
 Result<std::vector<ContainerDevices>> list(const std::string& socket, std::chrono::milliseconds timeout) {
-  auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
-  auto stub = v1::PodResourcesLister::NewStub(channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  v1::ListPodResourcesResponse resp;
-  const grpc::Status st = stub->List(&ctx, v1::ListPodResourcesRequest{}, &resp);
-  if (!st.ok()) {
-    std::string what = "PodResources List on " + socket + ": " + st.error_message();
-    switch (st.error_code()) {
-      case grpc::StatusCode::UNAVAILABLE:
-      case grpc::StatusCode::DEADLINE_EXCEEDED:
-      case grpc::StatusCode::RESOURCE_EXHAUSTED: return Error::unavailable(what);
-      default: return Error::internal(what);
-    }
+  auto answer = rpc::call_unary(socket, "/v1.PodResourcesLister/List", v1::ListPodResourcesRequest{}.SerializeAsString(),
+                                timeout);
+  if (!answer.status.ok()) {
+    std::string what = "PodResources List on " + socket + ": " + answer.status.message;
+    return answer.status.code == rpc::Code::Unavailable || answer.status.code == rpc::Code::DeadlineExceeded ||
+                   answer.status.code == rpc::Code::ResourceExhausted
+               ? Error::unavailable(what)
+               : Error::internal(what);
   }
+  v1::ListPodResourcesResponse resp;
+  if (!resp.ParseFromString(answer.message))
+    return Error::internal("PodResources List on " + socket + ": the answer is not a ListPodResourcesResponse");
   std::vector<ContainerDevices> out;
   for (const auto& pod : resp.pod_resources())
     for (const auto& c : pod.containers())

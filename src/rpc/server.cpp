@@ -1,6 +1,8 @@
 #include "rpc/server.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -287,7 +289,11 @@ void Server::Impl::close_listener(uint64_t id) {
   auto ids = it->second.connections;
   ::epoll_ctl(epoll.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
   listeners.erase(it);
-  for (uint64_t c : ids) close_connection(c);
+  for (uint64_t c : ids) {
+    // What is queued (a stream's final status) goes out if the socket takes it now; never waits.
+    if (auto* conn = connection(c)) conn->flush();
+    close_connection(c);
+  }
 }
 
 bool Server::Impl::run_on_loop(const std::function<void(Impl&)>& task) {
@@ -325,6 +331,10 @@ Result<std::unique_ptr<Server>> Server::start() {
   Impl* raw = impl.get();
   try {
     impl->thread = std::thread([raw] {
+      // Signals are for the daemon's signalfd, never for this thread.
+      sigset_t all;
+      ::sigfillset(&all);
+      ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
       try {
         raw->run();
       } catch (const std::exception& e) {

@@ -18,7 +18,6 @@
 #include <optional>
 #include <set>
 
-#include <grpc/grpc.h>
 #include <spdlog/spdlog.h>
 
 #include "core/unique_fd.h"
@@ -28,6 +27,7 @@
 #include "server/config_file_watcher.h"
 #include "server/plugin_dir_watcher.h"
 #include "server/registrar.h"
+#include "rpc/server.h"
 #include "server/resource_server.h"
 
 namespace kgpu::server {
@@ -101,19 +101,18 @@ std::string device_summary(const Resource& r) {
 
 }  // namespace
 
-// Holds gRPC's runtime (its threads and pollers) for the daemon's lifetime. Without it, the last
-// server's destruction (a kubelet restart with one resource re-serves it) shuts the runtime down
-// synchronously, on the event loop: that joins gRPC's executor, which may be parked in a poll of
-// up to 10 s (its backup poller, after a write to a peer that stopped reading).
-struct GrpcRuntime {
-  GrpcRuntime() { grpc_init(); }
-  ~GrpcRuntime() { grpc_shutdown(); }
-  GrpcRuntime(const GrpcRuntime&) = delete;
-  GrpcRuntime& operator=(const GrpcRuntime&) = delete;
-};
+// The gRPC transport every resource of the daemon is served on: one thread, created once.
+std::shared_ptr<rpc::Server> start_transport() {
+  auto server = rpc::Server::start();
+  if (!server) {
+    spdlog::error("{}", server.error().message);
+    return nullptr;
+  }
+  return std::shared_ptr<rpc::Server>(std::move(*server));
+}
 
 struct Daemon::Impl {
-  GrpcRuntime grpc;  // first member: outlives every server
+  std::shared_ptr<rpc::Server> transport = start_transport();  // first member: outlives every server
   DaemonOptions options;
   std::string plugin_dir;
 
@@ -197,7 +196,7 @@ struct Daemon::Impl {
     }
     for (const auto& name : diff.added) {
       auto [it, inserted] =
-          servers.try_emplace(name, std::make_unique<ResourceServer>(name, plugin_dir, snapshot, options.events));
+          servers.try_emplace(name, std::make_unique<ResourceServer>(name, plugin_dir, snapshot, options.events, transport));
       if (!inserted) it->second->update(snapshot, true);
       if (serve(name, *it->second))
         spdlog::info("{}: serving {} on {}", name, device_summary(*new_plan.find(name)), it->second->socket_path());

@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -11,13 +10,11 @@
 #include <cerrno>
 #include <cstring>
 
-// The generated CallbackService overrides the sync signatures with callback ones of the same names;
-// GCC reports that as hiding inside the generated templates. It is gRPC's intended use.
-#pragma GCC diagnostic ignored "-Woverloaded-virtual"
-
 #include "alloc/preferred.h"
-#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "deviceplugin/v1beta1/api.pb.h"
 #include "plan/allocate.h"
+#include "rpc/server.h"
+#include "rpc/status.h"
 #include "server/edits_proto.h"
 #include "server/socket_staging.h"
 #include "server/watch_hub.h"
@@ -48,8 +45,23 @@ std::shared_ptr<const v1beta1::ListAndWatchResponse> device_list(const ResourceP
   return msg;
 }
 
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+// Parses a request; false leaves an InvalidArgument answer with `responder`.
+template <typename Message>
+bool parse(std::string_view bytes, Message& out, const rpc::Responder& responder) {
+  if (out.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return true;
+  responder.fail({rpc::Code::InvalidArgument, "the request is not a valid " + out.GetTypeName()});
+  return false;
+}
+}  // namespace
+
 // The DevicePlugin service of one resource. Survives server restarts; holds the current snapshot.
-class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService {
+// Its handlers run on the transport's thread and answer at once (microseconds).
+class DevicePluginService {
  public:
   DevicePluginService(std::string resource, StatePtr state, std::shared_ptr<ServerCounters> counters,
                       std::shared_ptr<ServerEvents> events)
@@ -71,72 +83,72 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
     hub_ = std::move(hub);
   }
 
-  grpc::ServerUnaryReactor* GetDevicePluginOptions(grpc::CallbackServerContext* ctx, const v1beta1::Empty*,
-                                                   v1beta1::DevicePluginOptions* out) override {
-    out->set_pre_start_required(false);
-    out->set_get_preferred_allocation_available(true);
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-
-  grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* ListAndWatch(grpc::CallbackServerContext* ctx,
-                                                                         const v1beta1::Empty*) override {
-    std::shared_ptr<WatchHub> hub;
-    {
-      std::lock_guard lock(mu_);
-      hub = hub_;
-    }
-    spdlog::debug("ListAndWatch opened for {}", resource_);
-    return hub->open(ctx);
-  }
-
-  grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx, const v1beta1::AllocateRequest* req,
-                                     v1beta1::AllocateResponse* out) override {
-    auto* reactor = ctx->DefaultReactor();
-    auto start = std::chrono::steady_clock::now();
-    auto status = allocate_all(*req, out);
-    if (events_) {
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (!status.ok()) {
-        events_->allocate_refused(resource_, seconds);
-      } else {
-        std::vector<size_t> devices;
-        for (const auto& c : req->container_requests()) devices.push_back(static_cast<size_t>(c.devices_ids_size()));
-        events_->allocated(resource_, seconds, devices);
-      }
-    }
-    reactor->Finish(status);
-    return reactor;
-  }
-
-  grpc::ServerUnaryReactor* GetPreferredAllocation(grpc::CallbackServerContext* ctx,
-                                                   const v1beta1::PreferredAllocationRequest* req,
-                                                   v1beta1::PreferredAllocationResponse* out) override {
-    auto* reactor = ctx->DefaultReactor();
-    auto start = std::chrono::steady_clock::now();
-    auto status = prefer_all(*req, out);
-    if (events_)
-      events_->preferred(resource_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    reactor->Finish(status);
-    return reactor;
-  }
-
-  grpc::ServerUnaryReactor* PreStartContainer(grpc::CallbackServerContext* ctx, const v1beta1::PreStartContainerRequest*,
-                                              v1beta1::PreStartContainerResponse*) override {
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+  // The rpc methods, bound to this service (which outlives every serving period).
+  std::shared_ptr<rpc::Service> methods(const std::shared_ptr<DevicePluginService>& self) {
+    auto m = std::make_shared<rpc::Service>();
+    const std::string base = "/v1beta1.DevicePlugin/";
+    m->unary(base + "GetDevicePluginOptions", [](std::string_view, rpc::Responder r) {
+      v1beta1::DevicePluginOptions out;
+      out.set_pre_start_required(false);
+      out.set_get_preferred_allocation_available(true);
+      r.reply(out.SerializeAsString());
+    });
+    m->server_streaming(base + "ListAndWatch", [self](std::string_view, std::shared_ptr<rpc::ServerStream> stream) {
+      spdlog::debug("ListAndWatch opened for {}", self->resource_);
+      self->hub()->open(std::move(stream));
+    });
+    m->unary(base + "Allocate", [self](std::string_view bytes, rpc::Responder r) { self->allocate(bytes, r); });
+    m->unary(base + "GetPreferredAllocation",
+             [self](std::string_view bytes, rpc::Responder r) { self->prefer(bytes, r); });
+    m->unary(base + "PreStartContainer", [](std::string_view, rpc::Responder r) {
+      r.reply(v1beta1::PreStartContainerResponse{}.SerializeAsString());
+    });
+    return m;
   }
 
  private:
-  grpc::Status fail(const Error& e, const char* rpc) {
-    counters_->allocation_errors++;
-    spdlog::warn("{} for {} rejected: {}", rpc, resource_, e.message);
-    return to_grpc_status(e);
+  std::shared_ptr<WatchHub> hub() const {
+    std::lock_guard lock(mu_);
+    return hub_;
   }
 
-  grpc::Status allocate_all(const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* out) {
+  void allocate(std::string_view bytes, const rpc::Responder& r) {
+    auto start = Clock::now();
+    v1beta1::AllocateRequest req;
+    if (!parse(bytes, req, r)) return;
+    v1beta1::AllocateResponse out;
+    auto status = allocate_all(req, &out);
+    if (events_) {
+      if (!status.ok()) {
+        events_->allocate_refused(resource_, seconds_since(start));
+      } else {
+        std::vector<size_t> devices;
+        for (const auto& c : req.container_requests()) devices.push_back(static_cast<size_t>(c.devices_ids_size()));
+        events_->allocated(resource_, seconds_since(start), devices);
+      }
+    }
+    if (status.ok()) r.reply(out.SerializeAsString());
+    else r.fail(status);
+  }
+
+  void prefer(std::string_view bytes, const rpc::Responder& r) {
+    auto start = Clock::now();
+    v1beta1::PreferredAllocationRequest req;
+    if (!parse(bytes, req, r)) return;
+    v1beta1::PreferredAllocationResponse out;
+    auto status = prefer_all(req, &out);
+    if (events_) events_->preferred(resource_, seconds_since(start));
+    if (status.ok()) r.reply(out.SerializeAsString());
+    else r.fail(status);
+  }
+
+  rpc::RpcStatus fail(const Error& e, const char* method) {
+    counters_->allocation_errors++;
+    spdlog::warn("{} for {} rejected: {}", method, resource_, e.message);
+    return rpc::status_of(e);
+  }
+
+  rpc::RpcStatus allocate_all(const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* out) {
     auto state = this->state();
     const Resource* resource = state->plan.find(resource_);
     if (!resource) return fail(Error::unavailable("resource " + resource_ + " is no longer advertised"), "Allocate");
@@ -153,10 +165,10 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
       to_proto(*edits, out->add_container_responses());
     }
     counters_->allocations++;
-    return grpc::Status::OK;
+    return {};
   }
 
-  grpc::Status prefer_all(const v1beta1::PreferredAllocationRequest& req, v1beta1::PreferredAllocationResponse* out) {
+  rpc::RpcStatus prefer_all(const v1beta1::PreferredAllocationRequest& req, v1beta1::PreferredAllocationResponse* out) {
     counters_->preferred_calls++;
     auto state = this->state();
     const Resource* resource = state->plan.find(resource_);
@@ -170,7 +182,7 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
       auto* cresp = out->add_container_responses();
       for (auto& id : *ids) cresp->add_deviceids(std::move(id));
     }
-    return grpc::Status::OK;
+    return {};
   }
 
   std::string resource_;
@@ -181,70 +193,72 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
   std::shared_ptr<ServerEvents> events_;  // may be null
 };
 
+namespace {
+// The transport every ResourceServer of the process shares unless given one: one thread for all.
+std::shared_ptr<rpc::Server> process_transport() {
+  static std::mutex mu;
+  static std::weak_ptr<rpc::Server> shared;
+  std::lock_guard lock(mu);
+  if (auto s = shared.lock()) return s;
+  auto started = rpc::Server::start();
+  if (!started) return nullptr;
+  std::shared_ptr<rpc::Server> s = std::move(*started);
+  shared = s;
+  return s;
+}
+}  // namespace
+
 ResourceServer::ResourceServer(std::string resource, std::string plugin_dir, StatePtr state,
-                               std::shared_ptr<ServerEvents> events)
+                               std::shared_ptr<ServerEvents> events, std::shared_ptr<rpc::Server> rpc)
     : resource_(std::move(resource)),
       plugin_dir_(std::move(plugin_dir)),
       counters_(std::make_shared<ServerCounters>()),
-      service_(std::make_shared<DevicePluginService>(resource_, std::move(state), counters_, std::move(events))) {}
+      service_(std::make_shared<DevicePluginService>(resource_, std::move(state), counters_, std::move(events))),
+      rpc_(std::move(rpc)) {}
 
 ResourceServer::~ResourceServer() { stop(); }
 
-namespace {
-
-// Stops at once, whatever the kubelet does: ends the hub's streams (OK, or cancelled when a write
-// is in flight), cuts the connections (a peer that stopped reading its socket otherwise holds a
-// write, and gRPC's Shutdown with it, forever), then shuts the server down without waiting for
-// calls to finish on their own. The kubelet treats a stream that ends either way alike.
-void shut_down(grpc::Server& server, WatchHub& hub, const std::string& bound_path) {
-  hub.close_all();
-  shut_down_connections(bound_path);
-  server.Shutdown(std::chrono::system_clock::now());
-  server.Wait();
-}
-
-}  // namespace
-
 Status ResourceServer::start() {
   std::lock_guard lock(mu_);
-  if (server_) return ok_status();
+  if (listener_ != 0) return ok_status();
+  if (!rpc_) rpc_ = process_transport();
+  if (!rpc_) return Error::unavailable(resource_ + ": the gRPC transport cannot start");
   std::string path = socket_path();
   if (auto st = check_socket_path(path); !st) return st;
   auto staging = SocketStaging::create(plugin_dir_);
   if (!staging) return Error{staging.error().code, resource_ + ": " + staging.error().message};
+  auto fd = rpc::listen_unix(staging->bind_path());
+  if (!fd) return Error{fd.error().code, resource_ + ": " + fd.error().message};
   // A fresh hub per serving period: close_all() of the previous one ended its streams for good.
   auto hub = std::make_shared<WatchHub>(device_list(service_->state()->plan, resource_));
   service_->set_hub(hub);
-  grpc::ServerBuilder builder;
-  int bound = 0;
-  builder.AddListeningPort("unix:" + staging->bind_path(), grpc::InsecureServerCredentials(), &bound);
-  builder.RegisterService(service_.get());
-  auto server = builder.BuildAndStart();
-  if (!server || bound == 0)
-    return Error::unavailable(resource_ + ": gRPC cannot listen on " + staging->bind_path() + " (see gRPC's log)");
-  if (auto st = staging->publish(path); !st) {
-    shut_down(*server, *hub, staging->bind_path());
-    return Error{st.error().code, resource_ + ": " + st.error().message};
+  // Published before it serves: nobody can connect to the private folder, and the kubelet learns
+  // of the socket only from Register, after start() returns.
+  if (auto st = staging->publish(path); !st) return Error{st.error().code, resource_ + ": " + st.error().message};
+  auto id = rpc_->serve(std::move(*fd), service_->methods(service_));
+  if (!id) {
+    ::unlink(path.c_str());
+    return Error{id.error().code, resource_ + ": " + id.error().message};
   }
   hub_ = std::move(hub);
-  server_ = std::move(server);
-  bound_path_ = staging->bind_path();
+  listener_ = *id;
   return ok_status();
 }
 
 void ResourceServer::stop() {
-  std::unique_ptr<grpc::Server> server;
+  uint64_t listener = 0;
   std::shared_ptr<WatchHub> hub;
-  std::string bound_path;
   {
     std::lock_guard lock(mu_);
-    server = std::move(server_);
+    listener = std::exchange(listener_, 0);
     hub = hub_;
-    bound_path = bound_path_;
   }
-  if (!server) return;
-  shut_down(*server, *hub, bound_path);
-  server.reset();
+  if (listener == 0) return;
+  // Ends the streams with OK where the peer still reads (sent as the connections close, if the
+  // socket takes it), then closes every connection at once: the kubelet treats a stream that ends
+  // either way alike, and nothing here waits for a peer.
+  hub->close_all();
+  rpc_->close(listener);
   std::string path = socket_path();
   ::unlink(path.c_str());
 }
@@ -256,7 +270,7 @@ Status ResourceServer::restart() {
 
 bool ResourceServer::serving() const {
   std::lock_guard lock(mu_);
-  return server_ != nullptr;
+  return listener_ != 0;
 }
 
 void ResourceServer::update(StatePtr state, bool push) {

@@ -1,8 +1,9 @@
 #pragma once
 // ResourceServer: serves ONE resource of the current plan as a v1beta1.DevicePlugin on a unix
-// socket <plugin dir>/kgpu-<resource, '/' -> '-'>.sock (mode 0600), with gRPC's callback API so
-// that every resource shares gRPC's few threads. It reads an immutable ServingState snapshot; the
-// daemon swaps in new snapshots with update(), which pushes ListAndWatch only when asked to.
+// socket <plugin dir>/kgpu-<resource, '/' -> '-'>.sock (mode 0600), on kgpu's own gRPC transport
+// (src/rpc): every resource of the daemon is served by one thread. It reads an immutable
+// ServingState snapshot; the daemon swaps in new snapshots with update(), which pushes
+// ListAndWatch only when asked to.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -14,7 +15,7 @@
 #include "server/serving_state.h"
 #include "server/socket_staging.h"  // check_socket_path
 
-namespace grpc {
+namespace kgpu::rpc {
 class Server;
 }
 
@@ -38,16 +39,18 @@ struct ServerCounters {
 
 class ResourceServer {
  public:
-  // `events` (may be null) hears about every Allocate / GetPreferredAllocation answered.
+  // `events` (may be null) hears about every Allocate / GetPreferredAllocation answered. `rpc`:
+  // the transport to serve on; null: the process-wide one (started on first use).
   ResourceServer(std::string resource, std::string plugin_dir, StatePtr state,
-                 std::shared_ptr<ServerEvents> events = nullptr);
+                 std::shared_ptr<ServerEvents> events = nullptr, std::shared_ptr<rpc::Server> rpc = nullptr);
   ~ResourceServer();  // stop()
   ResourceServer(const ResourceServer&) = delete;
   ResourceServer& operator=(const ResourceServer&) = delete;
 
   // Creates the socket and serves. Error when the path is too long or the socket cannot be bound.
   Status start();
-  // Ends ListAndWatch streams, shuts the server down, removes the socket. Idempotent.
+  // Ends ListAndWatch streams, closes the socket's connections, removes the socket. Never waits
+  // for a peer. Idempotent.
   void stop();
   // stop() + start(): after the kubelet deleted our socket.
   Status restart();
@@ -68,9 +71,9 @@ class ResourceServer {
   std::shared_ptr<ServerCounters> counters_;
   std::shared_ptr<WatchHub> hub_;
   std::shared_ptr<DevicePluginService> service_;  // holds the snapshot; lives across restarts
-  std::unique_ptr<grpc::Server> server_;
-  std::string bound_path_;  // where gRPC bound the socket (before it was moved into place)
-  mutable std::mutex mu_;  // guards server_, hub_, bound_path_
+  std::shared_ptr<rpc::Server> rpc_;
+  uint64_t listener_ = 0;  // 0: not serving
+  mutable std::mutex mu_;  // guards listener_, hub_
 };
 
 }  // namespace kgpu::server
