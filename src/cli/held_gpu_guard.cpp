@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/thread_name.h"
 #include "podresources/client.h"
 
 namespace kgpu::cli {
@@ -48,7 +49,10 @@ void HeldGpuGuard::start(std::function<void()> replan) {
     std::lock_guard lock(mu_);
     stopping_ = false;
   }
-  thread_ = std::thread([this, replan = std::move(replan)] { run(replan); });
+  thread_ = std::thread([this, replan = std::move(replan)] {
+    name_this_thread("kgpu-held-gpus");  // waits for pods to release GPUs a config switch dropped
+    run(replan);
+  });
 }
 
 void HeldGpuGuard::run(const std::function<void()>& replan) {

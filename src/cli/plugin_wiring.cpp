@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/thread_name.h"
 #include "cdi/cdi.h"
 #include "health/health_events.h"
 #include "labels/context.h"
@@ -151,9 +152,9 @@ void HealthWiring::on_event(const HealthEvent& event, uint64_t generation) {
   });
 }
 
-void HealthWiring::retire_monitor() {
+void HealthWiring::retire_monitor(std::chrono::milliseconds grace) {
   if (!monitor_) return;
-  if (!monitor_->stop()) retired_.push_back(std::move(monitor_));  // still inside NVML: keep it
+  if (!monitor_->stop(grace)) retired_.push_back(std::move(monitor_));  // still inside NVML: keep it
   monitor_.reset();
 }
 
@@ -162,7 +163,7 @@ void HealthWiring::reap_retired() {
 }
 
 bool HealthWiring::stop() {
-  retire_monitor();
+  retire_monitor(std::chrono::milliseconds(0));
   reap_retired();
   if (!retired_.empty())
     spdlog::debug("health: {} monitor thread(s) still inside NVML", retired_.size());
@@ -234,7 +235,10 @@ void SysfsHealthWatcher::on_plan(const Config& config, const Inventory& inventor
   watch_.emplace(std::move(*watch));
   // A folder that does not exist now is watched through its parent and picked up when it appears.
   spdlog::info("sysfs health: watching {} of {} device folders", watch_->watched_directly(), dirs.size());
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("kgpu-sysfs-hlth");  // inotify on AMD/Intel/group device folders
+    run();
+  });
 }
 
 // The watch and stop fd are set up before the thread starts and reset only after it is joined.
@@ -321,7 +325,10 @@ void LabelsWriter::watch_folder_of(const std::string& path) {
     return;
   }
   watch_.emplace(std::move(*watch));
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("kgpu-labels");  // rewrites the labels file if someone removes it
+    run();
+  });
 }
 
 void LabelsWriter::stop_watch() {

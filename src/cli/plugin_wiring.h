@@ -3,6 +3,7 @@
 // monitor, the node-labels writer and the CDI spec writer. Each is an observer of applied plans
 // (Daemon::on_plan_changed, called on the daemon's loop thread), so each re-evaluates on every
 // inventory or config change instead of on a timer.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -55,11 +56,13 @@ class HealthWiring {
   ~HealthWiring();
   void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);
   // False when a monitor thread (current or replaced) is still inside NVML (exit with _Exit).
+  // Waits for none: the process leaves right after, and NVML's event wait cannot be cut short.
   bool stop();
 
  private:
   void on_event(const HealthEvent& event, uint64_t generation);
-  void retire_monitor();
+  // Stops the monitor; one still inside NVML after `grace` is kept until it finishes.
+  void retire_monitor(std::chrono::milliseconds grace = std::chrono::milliseconds(100));
   void reap_retired();
 
   server::Daemon& daemon_;

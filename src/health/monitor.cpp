@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/thread_name.h"
 #include "config/xid_policy.h"
 
 namespace kgpu {
@@ -398,12 +399,20 @@ Status HealthMonitor::start(const Inventory& inventory, const std::set<std::stri
 
   auto shared = state_;
   s.threads_started = true;
-  s.dispatcher = std::thread([shared] { shared->dispatch_loop(); });
-  s.event_thread = std::thread([shared] { shared->event_loop(); });
+  s.dispatcher = std::thread([shared] {
+    name_this_thread("kgpu-health");  // maps NVML events to devices, runs recovery probes
+    shared->dispatch_loop();
+  });
+  s.event_thread = std::thread([shared] {
+    name_this_thread("kgpu-nvml-event");  // parked in nvmlEventSetWait
+    shared->event_loop();
+  });
   return ok_status();
 }
 
-bool HealthMonitor::stop() {
+bool HealthMonitor::stop() { return stop(state_->options.stop_grace); }
+
+bool HealthMonitor::stop(std::chrono::milliseconds grace) {
   State& s = *state_;
   {
     std::lock_guard lock(s.mu);
@@ -413,13 +422,13 @@ bool HealthMonitor::stop() {
   if (s.dispatcher.joinable()) s.dispatcher.join();
   if (s.event_thread.joinable()) {
     std::unique_lock lock(s.mu);
-    bool done = s.cv.wait_for(lock, s.options.stop_grace, [&] { return s.event_thread_done; });
+    bool done = s.cv.wait_for(lock, grace, [&] { return s.event_thread_done; });
     lock.unlock();
     if (!done) {
       // Blocked in nvmlEventSetWait, which cannot be interrupted: it finishes on its own at the
       // wait timeout and releases NVML. The thread stays ours (joinable) so that nobody loses
       // track of a thread inside NVML; expected with a long idle wait, so not a warning.
-      spdlog::debug("health: event thread still inside NVML after {} ms", s.options.stop_grace.count());
+      spdlog::debug("health: event thread still inside NVML after {} ms", grace.count());
       return false;
     }
     s.event_thread.join();

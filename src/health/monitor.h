@@ -79,6 +79,8 @@ class HealthMonitor {
   // False when the event thread is still inside NVML (see above): call again, or destroy the
   // monitor, only once finished(); the destructor of an unfinished monitor detaches as a last resort.
   bool stop();
+  // The same with another grace: zero when the process is about to _Exit anyway.
+  bool stop(std::chrono::milliseconds grace);
   // True when no thread of this monitor is inside NVML any more (or none was started).
   bool finished() const;
   // New policy (e.g. after a config reload), used from the next event on.

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/thread_name.h"
 #include "kube/line_splitter.h"
 
 namespace kgpu::kube {
@@ -25,7 +26,10 @@ class ApiRequest {
       std::lock_guard lock(in_.mu_);
       in_.watchdogs_.insert(&cv_);
     }
-    watchdog_ = std::thread([this] { watch(); });
+    watchdog_ = std::thread([this] {
+      name_this_thread("kgpu-api-dline");  // cuts an API request at its deadline
+      watch();
+    });
   }
 
   ~ApiRequest() {

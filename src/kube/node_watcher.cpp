@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/thread_name.h"
+
 namespace kgpu::kube {
 namespace {
 
@@ -51,7 +53,10 @@ Result<NodeSnapshot> NodeWatcher::get_node(std::chrono::milliseconds timeout) co
 void NodeWatcher::start(NodeSnapshot from, Callback on_labels) {
   on_labels_ = std::move(on_labels);
   last_ = from.labels;
-  thread_ = std::thread([this, from = std::move(from)] { run(from); });
+  thread_ = std::thread([this, from = std::move(from)] {
+    name_this_thread("kgpu-node-watch");  // watches the Node object for the config label
+    run(from);
+  });
 }
 
 void NodeWatcher::stop() {

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/thread_name.h"
 #include "core/unique_fd.h"
 #include "metrics/http_exchange.h"
 
@@ -251,7 +252,10 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
   impl->host = parsed->host;
   Impl* raw = impl.get();
   // The HTTP thread: accepts and answers every connection (see the header).
-  impl->thread = std::thread([raw] { raw->run(); });
+  impl->thread = std::thread([raw] {
+    name_this_thread("kgpu-metrics");  // /metrics and /healthz, one poll() loop
+    raw->run();
+  });
   return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
 }
 

@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/thread_name.h"
 #include "plan/mps_paths.h"
 
 namespace kgpu {
@@ -54,7 +55,10 @@ void MpsReadinessWatcher::on_plan(const Config& config, const ResourcePlan& plan
       gone = true;
     }
   }
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("kgpu-mps-ready");  // inotify on the MPS pipe folders
+    run();
+  });
   if (gone) on_change_();
 }
 

@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/thread_name.h"
 #include "nvml/backoff.h"
 
 namespace kgpu {
@@ -108,7 +109,10 @@ Status NvidiaDiscoveryLoop::start() {
   if (s.wake_fd < 0) return Error::internal(std::string("eventfd: ") + std::strerror(errno));
   s.add_watches();
   auto shared = state_;
-  s.thread = std::thread([shared] { shared->run(); });
+  s.thread = std::thread([shared] {
+    name_this_thread("kgpu-discovery");  // NVML discovery retries while the driver is not up
+    shared->run();
+  });
   return ok_status();
 }
 

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/thread_name.h"
 #include "rpc/mailbox.h"
 #include "rpc/server_connection.h"
 
@@ -335,6 +336,7 @@ Result<std::unique_ptr<Server>> Server::start() {
       sigset_t all;
       ::sigfillset(&all);
       ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+      name_this_thread("kgpu-rpc");  // serves every gRPC socket of the daemon
       try {
         raw->run();
       } catch (const std::exception& e) {
