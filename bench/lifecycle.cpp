@@ -533,11 +533,19 @@ class Bench {
                   per10);
       std::printf("CPU over %d s idle: utime+stime %.0f ms; on-CPU by schedstat %.2f ms\n", o_.idle_seconds,
                   a.cpu_ms - b.cpu_ms, static_cast<double>(a.cpu_ns() - b.cpu_ns()) / 1e6);
-      std::string per_thread;
-      for (const auto& d : kgpu::bench::thread_deltas(b, a))
-        per_thread += (per_thread.empty() ? "" : ", ") + d.name + " " +
-                      (d.exited ? std::string("exited") : std::to_string(d.switches));
-      std::printf("context switches per thread over %d s idle: %s\n", o_.idle_seconds, per_thread.c_str());
+      // Threads that woke up, one by one; the quiet ones in one group, by name.
+      std::string woke, quiet;
+      std::map<std::string, int> quiet_names;
+      for (const auto& d : kgpu::bench::thread_deltas(b, a)) {
+        if (d.switches > 0)
+          woke += (woke.empty() ? "" : ", ") + d.name + " " + std::to_string(d.switches);
+        else
+          quiet_names[d.name + (d.exited ? " (exited)" : "")]++;
+      }
+      for (const auto& [name, n] : quiet_names)
+        quiet += (quiet.empty() ? "" : ", ") + name + (n > 1 ? " x" + std::to_string(n) : "");
+      std::printf("context switches per thread over %d s idle: %s; 0: %s\n", o_.idle_seconds,
+                  woke.empty() ? "none" : woke.c_str(), quiet.empty() ? "none" : quiet.c_str());
     }
     for (const auto& e : exit_codes_) std::printf("NOT a clean exit: %s\n", e.c_str());
   }
@@ -546,9 +554,9 @@ class Bench {
   std::string tmp_, plugin_dir_, alone_dir_, log_;
   std::vector<std::string> env_;
   size_t gpus_ = 0, large_devices_ = 0, list_bytes_ = 0;
-  Figure launch_{"launch -> Register received", {}};
-  Figure socket_created_{"kubelet.sock created -> Register received", {}};
-  Figure restart_{"kubelet restart (old sockets deleted) -> Register received", {}};
+  Figure launch_{"launch (posix_spawn) -> Register received", {}};
+  Figure socket_created_{"kubelet restart: kubelet.sock created (inotify) -> Register received", {}};
+  Figure restart_{"kubelet restart: old sockets deleted -> Register received", {}};
   Figure sigterm_read_{"SIGTERM -> exit, kubelet streams open and read", {}};
   Figure sigterm_grpc_{"SIGTERM -> exit, + a gRPC reader that stopped reading", {}};
   Figure sigterm_raw_{"SIGTERM -> exit, + 2 peers that never read their socket", {}};

@@ -102,9 +102,9 @@ inline ProcSample sample_process(pid_t pid) {
   return s;
 }
 
-// What each thread did between two samples: threads that started in between count from zero;
-// threads that exited in between are listed with what they had done up to the first sample
-// subtracted away (nothing), marked "exited".
+// What each thread did between two samples, busiest first: threads that started in between count
+// from zero; threads that exited in between are listed, marked exited, with zero (what they did
+// after the first sample left with them; the process's utime+stime still holds their CPU).
 struct ThreadDelta {
   std::string name;
   long switches = 0;
