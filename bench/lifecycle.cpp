@@ -395,12 +395,15 @@ class Bench {
 
       for (int r = 0; r < kRestartsPerLaunch; ++r) {
         int seen = kubelet_sock.count();
+        auto begun = Clock::now();
         auto took = kgpu::sim::restart_and_wait(sim, 10s);
         if (!took) return fail("kubelet restart: " + took.error().message);
         restart_.values.push_back(static_cast<double>(took->count()) / 1000.0);
         auto created = kubelet_sock.wait_beyond(seen, 5s);
         if (!created) return fail("no inotify event for the re-created kubelet.sock");
-        auto after = wait_registered_since(sim, *created, expected, 10s);  // also: the new lists arrived
+        // Every resource registered again and its new list arrived. (Not "since *created": this
+        // process's watch thread may wake after the plugin did.)
+        auto after = wait_registered_since(sim, begun, expected, 10s);
         if (!after) return fail("the plugin did not stream again after a kubelet restart");
         Clock::time_point last = *after;
         for (const auto& [name, res] : sim.snapshot().resources) last = std::max(last, res.last_registered);
