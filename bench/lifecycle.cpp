@@ -3,7 +3,8 @@
 // kubelet simulator, which holds ListAndWatch streams and reads them as a kubelet does, over real
 // unix sockets, and prints median / min / max over --launches launches of:
 //   launch -> Register      t0 right before posix_spawn -> the simulator's Register handler ran (its
-//                           registration timestamp; the first resource when the node has several).
+//                           registration timestamp; the first resource when the node has several, and
+//                           then also a row for the last one, from the second launch on).
 //   kubelet restart         (3 per launch) the simulator restarts: streams closed, every socket in the
 //                           device-plugin directory deleted, kubelet.sock bound again. Two figures:
 //                           kubelet.sock created (IN_CREATE, seen by an inotify watch in this process,
@@ -391,6 +392,13 @@ class Bench {
       auto registered = wait_registered_since(sim, t0, expected, 30s);
       if (!registered) return fail("the plugin did not register within 30 s");
       launch_.values.push_back(ms(*registered - t0));
+      // With several resources, also the last Register: from the second launch on, once every
+      // resource the first launch showed is known to wait for.
+      if (i > 0 && expected.size() > 1) {
+        Clock::time_point last = *registered;
+        for (const auto& [name, r] : sim.snapshot().resources) last = std::max(last, r.last_registered);
+        launch_all_.values.push_back(ms(last - t0));
+      }
       for (const auto& [name, r] : sim.snapshot().resources) expected.insert(name);
 
       for (int r = 0; r < kRestartsPerLaunch; ++r) {
@@ -425,7 +433,10 @@ class Bench {
     auto after = kgpu::bench::sample_process(pid);
     idle_before_ = before;
     idle_after_ = after;
-    if (const auto* r = sim.snapshot().find(kGpu)) gpus_ = r->devices.size();
+    auto snapshot = sim.snapshot();
+    if (const auto* r = snapshot.find(kGpu)) gpus_ = r->devices.size();
+    for (const auto& [name, r] : snapshot.resources)
+      resources_ += (resources_.empty() ? "" : ", ") + std::to_string(r.devices.size()) + " x " + name;
   }
 
   // SIGTERM with the kubelet's stream read and, on a list of >= 1 MiB, either a gRPC reader that
@@ -505,10 +516,11 @@ class Bench {
   }
 
   void print() const {
-    std::printf("kgpu lifecycle: %s, fleet %s (%zu x %s), %d launches, %d s idle\n\n", o_.binary.c_str(),
-                fs::path(o_.fleet).filename().c_str(), gpus_, kGpu.c_str(), o_.launches, o_.idle_seconds);
+    std::printf("kgpu lifecycle: %s, fleet %s (%s), %d launches, %d s idle\n\n", o_.binary.c_str(),
+                fs::path(o_.fleet).filename().c_str(), resources_.c_str(), o_.launches, o_.idle_seconds);
     std::printf("| figure (ms) | median | min | max |\n|---|---|---|---|\n");
     print_row(launch_);
+    if (!launch_all_.values.empty()) print_row(launch_all_);
     print_row(socket_created_);
     print_row(restart_);
     print_row(sigterm_read_);
@@ -557,7 +569,9 @@ class Bench {
   std::string tmp_, plugin_dir_, alone_dir_, log_;
   std::vector<std::string> env_;
   size_t gpus_ = 0, large_devices_ = 0, list_bytes_ = 0;
+  std::string resources_;  // "8 x nvidia.com/gpu, ..." as the kubelet saw them idle
   Figure launch_{"launch (posix_spawn) -> Register received", {}};
+  Figure launch_all_{"launch (posix_spawn) -> every resource's Register received", {}};
   Figure socket_created_{"kubelet restart: kubelet.sock created (inotify) -> Register received", {}};
   Figure restart_{"kubelet restart: old sockets deleted -> Register received", {}};
   Figure sigterm_read_{"SIGTERM -> exit, kubelet streams open and read", {}};
