@@ -6,7 +6,8 @@
 //                           registration timestamp; the first resource when the node has several, and
 //                           then also a row for the last one, from the second launch on).
 //   kubelet restart         (3 per launch) the simulator restarts: streams closed, every socket in the
-//                           device-plugin directory deleted, kubelet.sock bound again. Two figures:
+//                           device-plugin directory deleted, kubelet.sock bound again. Two figures
+//                           (to the last resource's Register when there are several):
 //                           kubelet.sock created (IN_CREATE, seen by an inotify watch in this process,
 //                           the same event the plugin waits for) -> Register handler ran; and the
 //                           simulator's own figure (restart_and_wait: old sockets deleted, just before
@@ -29,9 +30,9 @@
 //   build/bench/bench_lifecycle [--binary PATH] [--fleet FLEET.yaml|PATH] [--launches N] [--idle-seconds S]
 // Defaults: this build's kgpu, tests/fixtures/fleets/dgx-a100.yaml, 10 launches, 60 s idle. The fake NVML
 // and the fixture generator always come from this build, so `--binary /old/checkout/build/src/kgpu`
-// measures an older kgpu on the same node. Takes about 1.5 min plus the idle period. Prints a Markdown
-// table and one line per single figure, to paste into an issue note. Exit status 1 when a step failed
-// (the temporary folder with the plugin's log is kept and named).
+// measures an older kgpu on the same node. Takes about 30 s plus the idle period. Prints a Markdown
+// table and one line per single figure, to paste into an issue note. Exit status 1 when a step failed or
+// the plugin did not exit cleanly (0) on SIGTERM; the temporary folder with its log is then kept.
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <poll.h>
@@ -354,9 +355,13 @@ class Bench {
     sim.stop();
     if (!launches_without_kubelet()) return 1;
     print();
+    if (!exit_codes_.empty()) {
+      fail("the plugin did not exit cleanly on SIGTERM");
+      return 1;
+    }
     std::error_code ec;
     fs::remove_all(tmp_, ec);
-    return exit_codes_.empty() ? 0 : 1;
+    return 0;
   }
 
  private:
