@@ -29,10 +29,12 @@
 //   cmake --build build --target kgpu fake_nvml kgpu-fake-nvml-fixture bench_lifecycle
 //   build/bench/bench_lifecycle [--binary PATH] [--fleet FLEET.yaml|PATH] [--launches N] [--idle-seconds S]
 // Defaults: this build's kgpu, tests/fixtures/fleets/dgx-a100.yaml, 10 launches, 60 s idle. The fake NVML
-// and the fixture generator always come from this build, so `--binary /old/checkout/build/src/kgpu`
-// measures an older kgpu on the same node. Takes about 30 s plus the idle period. Prints a Markdown
-// table and one line per single figure, to paste into an issue note. Exit status 1 when a step failed or
-// the plugin did not exit cleanly (0) on SIGTERM; the temporary folder with its log is then kept.
+// and the fixture generator always come from this build, so `--binary /old/checkout/build/src/cli/kgpu`
+// measures an older kgpu on the same node. The plugin inherits this process's environment, so settings
+// by variable apply (MIG_STRATEGY=mixed with --fleet a100-mig-mixed.yaml registers several resources).
+// Takes about 30 s plus the idle period. Prints a Markdown table and one line per single figure, to
+// paste into an issue note. Exit status 1 when a step failed or the plugin did not exit cleanly (0) on
+// SIGTERM; the temporary folder with its log is then kept.
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <poll.h>
