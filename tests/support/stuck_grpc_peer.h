@@ -3,6 +3,7 @@
 // windows and then never reads its socket: a kubelet that hangs. The plugin's socket buffer fills
 // and gRPC's own write to it blocks (unlike a gRPC client that merely never calls Read(), which
 // only exhausts the HTTP/2 window). Hand-encoded frames: no HTTP/2 library needed.
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -39,6 +40,11 @@ class StuckPeer {
   }
   ~StuckPeer() { ::close(fd_); }
   bool connected() const { return connected_; }
+  // Waits until the server has written something to this never-read socket (its write started).
+  bool wait_readable(int timeout_ms) const {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN) != 0;
+  }
 
  private:
   static std::string u32(uint32_t v) {

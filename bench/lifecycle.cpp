@@ -1,0 +1,598 @@
+// Lifecycle benchmark (issue 14): what `kgpu plugin` costs around the request path. It starts the
+// real binary on the fake NVML (a fixture node generated from the fleet) against the in-process
+// kubelet simulator, which holds ListAndWatch streams and reads them as a kubelet does, over real
+// unix sockets, and prints median / min / max over --launches launches of:
+//   launch -> Register      t0 right before posix_spawn -> the simulator's Register handler ran (its
+//                           registration timestamp; the first resource when the node has several, and
+//                           then also a row for the last one, from the second launch on).
+//   kubelet restart         (3 per launch) the simulator restarts: streams closed, every socket in the
+//                           device-plugin directory deleted, kubelet.sock bound again. Two figures
+//                           (to the last resource's Register when there are several):
+//                           kubelet.sock created (IN_CREATE, seen by an inotify watch in this process,
+//                           the same event the plugin waits for) -> Register handler ran; and the
+//                           simulator's own figure (restart_and_wait: old sockets deleted, just before
+//                           kubelet.sock is bound -> Register), the one bench_e2e_plugin prints.
+//   SIGTERM -> exit         t0 right before kill(2) -> the process exited (pidfd readable), in each state:
+//                           (a) the simulator's streams open and read; (b1) plus a gRPC ListAndWatch
+//                           reader that read the first list and stopped (its HTTP/2 window fills);
+//                           (b2) plus two raw HTTP/2 peers that never read their socket (the plugin's
+//                           write blocks); (c) no kubelet at all (plugin serving, waiting to register).
+//                           (b) runs time-slicing with >= 17,000 devices so one list is >= 1 MiB, and a
+//                           config change queues a second list on every stream before the signal.
+// and, once, on the last launch after its restarts (one kubelet holding its stream, no config file), in a
+// window that opens 2 s after the last re-registration:
+//   threads (and their names), VmRSS, and over --idle-seconds of idle the context switches of every
+//   thread (summed, and per thread so a reader sees which one wakes up) and the CPU time
+//   (utime+stime from /proc/PID/stat, clock-tick resolution; also the threads' schedstat on-CPU time).
+//
+// How to run:
+//   cmake --build build --target kgpu fake_nvml kgpu-fake-nvml-fixture bench_lifecycle
+//   build/bench/bench_lifecycle [--binary PATH] [--fleet FLEET.yaml|PATH] [--launches N] [--idle-seconds S]
+// Defaults: this build's kgpu, tests/fixtures/fleets/dgx-a100.yaml, 10 launches, 60 s idle. The fake NVML
+// and the fixture generator always come from this build, so `--binary /old/checkout/build/src/cli/kgpu`
+// measures an older kgpu on the same node. The plugin inherits this process's environment, so settings
+// by variable apply (MIG_STRATEGY=mixed with --fleet a100-mig-mixed.yaml registers several resources).
+// Takes about 30 s plus the idle period. Prints a Markdown table and one line per single figure, to
+// paste into an issue note. Exit status 1 when a step failed or the plugin did not exit cleanly (0) on
+// SIGTERM; the temporary folder with its log is then kept.
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "proc_sample.h"
+#include "server/kubelet_sim.h"
+#include "server/sim_steps.h"
+#include "support/stuck_grpc_peer.h"
+
+extern char** environ;
+
+namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+const std::string kGpu = "nvidia.com/gpu";
+constexpr int kRestartsPerLaunch = 3;
+constexpr auto kIdleSettle = std::chrono::seconds(2);
+constexpr size_t kLargeListDevices = 17000;  // >= 1 MiB of ListAndWatchResponse (~63 bytes a device)
+
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+struct Options {
+  std::string binary = KGPU_BINARY;
+  std::string fleet = std::string(KGPU_FIXTURES_DIR) + "/fleets/dgx-a100.yaml";
+  int launches = 10;
+  int idle_seconds = 60;
+};
+
+std::optional<Options> parse_options(int argc, char** argv) {
+  Options o;
+  auto number = [](const std::string& text, int min) -> std::optional<int> {
+    try {
+      size_t used = 0;
+      int v = std::stoi(text, &used);
+      if (used == text.size() && v >= min) return v;
+    } catch (const std::exception&) {
+    }
+    return std::nullopt;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::cerr << "option " << a << " needs a value\n";
+      return std::nullopt;
+    }
+    std::string v = argv[++i];
+    if (a == "--binary") {
+      o.binary = v;
+    } else if (a == "--fleet") {
+      o.fleet = v.find('/') == std::string::npos ? std::string(KGPU_FIXTURES_DIR) + "/fleets/" + v : v;
+    } else if (a == "--launches" || a == "--idle-seconds") {
+      auto n = number(v, a == "--launches" ? 1 : 0);
+      if (!n) {
+        std::cerr << a << " needs a whole number" << (a == "--launches" ? " >= 1" : " >= 0") << ", got \"" << v
+                  << "\"\n";
+        return std::nullopt;
+      }
+      (a == "--launches" ? o.launches : o.idle_seconds) = *n;
+    } else {
+      std::cerr << "unknown option " << a
+                << "\nusage: bench_lifecycle [--binary PATH] [--fleet FLEET] [--launches N] [--idle-seconds S]\n";
+      return std::nullopt;
+    }
+  }
+  if (::access(o.binary.c_str(), X_OK) != 0) {
+    std::cerr << "--binary " << o.binary << " is not an executable file\n";
+    return std::nullopt;
+  }
+  if (!fs::is_regular_file(o.fleet)) {
+    std::cerr << "--fleet " << o.fleet << " is not a file\n";
+    return std::nullopt;
+  }
+  return o;
+}
+
+// A spawned process with a pidfd opened at once, so that the exit is seen the moment it happens.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const std::string& log) {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) env.emplace_back(*e);
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    std::vector<char*> a, e;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    for (auto& s : env) e.push_back(s.data());
+    e.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (posix_spawn(&pid_, a[0], &fa, nullptr, a.data(), e.data()) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    if (pid_ > 0) pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  }
+  ~Child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (pidfd_ >= 0) ::close(pidfd_);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool started() const { return pid_ > 0 && pidfd_ >= 0; }
+
+  // Waits for the exit (SIGKILL after `timeout`); the exit status, or 128 + signal, or -1 when killed.
+  int wait_exit(std::chrono::milliseconds timeout) {
+    pollfd p{pidfd_, POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(timeout.count()));
+    int st = 0;
+    if (::waitpid(pid_, &st, WNOHANG) != pid_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &st, 0);
+      pid_ = -1;
+      return -1;
+    }
+    pid_ = -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int pidfd_ = -1;
+};
+
+struct Exit {
+  double ms = 0;
+  int code = 0;
+};
+Exit sigterm_and_wait(Child& child) {
+  auto t0 = Clock::now();
+  ::kill(child.pid(), SIGTERM);
+  int code = child.wait_exit(20s);
+  return {ms(Clock::now() - t0), code};
+}
+
+// Records when a matching name appears in a folder (IN_CREATE, or IN_MOVED_TO for a socket bound
+// elsewhere and renamed into place), from a thread blocked in poll: the same notification the
+// plugin waits for. The thread wakes only on events in that folder and on the destructor's eventfd.
+class CreationWatch {
+ public:
+  CreationWatch(std::string dir, std::function<bool(const std::string& path)> match)
+      : dir_(std::move(dir)), match_(std::move(match)) {
+    inotify_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    stop_ = ::eventfd(0, EFD_CLOEXEC);
+    ok_ = inotify_ >= 0 && stop_ >= 0 && ::inotify_add_watch(inotify_, dir_.c_str(), IN_CREATE | IN_MOVED_TO) >= 0;
+    if (ok_) thread_ = std::thread([this] { run(); });
+  }
+  ~CreationWatch() {
+    uint64_t one = 1;
+    if (stop_ >= 0 && ::write(stop_, &one, sizeof one) < 0) std::perror("eventfd");
+    if (thread_.joinable()) thread_.join();
+    if (inotify_ >= 0) ::close(inotify_);
+    if (stop_ >= 0) ::close(stop_);
+  }
+  CreationWatch(const CreationWatch&) = delete;
+  CreationWatch& operator=(const CreationWatch&) = delete;
+
+  bool ok() const { return ok_; }
+  int count() const {
+    std::lock_guard lock(mu_);
+    return count_;
+  }
+  // The time of the latest creation once more than `seen` were recorded; nullopt after `timeout`.
+  std::optional<Clock::time_point> wait_beyond(int seen, std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return count_ > seen; })) return std::nullopt;
+    return last_;
+  }
+
+ private:
+  void run() {
+    alignas(inotify_event) char buf[4096];
+    for (;;) {
+      pollfd p[2] = {{inotify_, POLLIN, 0}, {stop_, POLLIN, 0}};
+      if (::poll(p, 2, -1) < 0 || (p[1].revents & POLLIN)) return;
+      auto now = Clock::now();
+      ssize_t n = ::read(inotify_, buf, sizeof buf);
+      for (ssize_t off = 0; off < n;) {
+        auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+        if (ev->len > 0 && match_(dir_ + "/" + ev->name)) {
+          std::lock_guard lock(mu_);
+          ++count_;
+          last_ = now;
+          cv_.notify_all();
+        }
+        off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+      }
+    }
+  }
+  std::string dir_;
+  std::function<bool(const std::string&)> match_;
+  int inotify_ = -1, stop_ = -1;
+  bool ok_ = false;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  int count_ = 0;
+  Clock::time_point last_{};
+  std::thread thread_;
+};
+
+bool is_socket(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+void replace_file(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".new";
+  std::ofstream(tmp) << content;
+  fs::rename(tmp, path);
+}
+
+std::string time_slicing_config(size_t replicas) {
+  return "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: " +
+         std::to_string(replicas) + "\n";
+}
+
+struct Figure {
+  std::string label;
+  std::vector<double> values;
+};
+
+void print_row(const Figure& f) {
+  if (f.values.empty()) {
+    std::printf("| %s | not measured | | |\n", f.label.c_str());
+    return;
+  }
+  auto v = f.values;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  std::printf("| %s | %.2f | %.2f | %.2f |\n", f.label.c_str(), median, v.front(), v.back());
+}
+
+// Everything registered since `t0` streams and has sent its first list, and every resource in
+// `expected` registered again; the first Register's time, or nullopt when none within `timeout`.
+std::optional<Clock::time_point> wait_registered_since(kgpu::sim::KubeletSim& sim, Clock::time_point t0,
+                                                       const std::set<std::string>& expected,
+                                                       std::chrono::milliseconds timeout) {
+  bool ok = sim.wait_for(
+      [&](const kgpu::sim::Snapshot& s) {
+        bool any = false;
+        for (const auto& [name, r] : s.resources) {
+          if (r.last_registered > t0) {
+            if (!r.connected || r.last_update < r.last_registered) return false;
+            any = true;
+          } else if (expected.count(name)) {
+            return false;
+          }
+        }
+        return any;
+      },
+      timeout);
+  if (!ok) return std::nullopt;
+  std::optional<Clock::time_point> first;
+  for (const auto& [name, r] : sim.snapshot().resources)
+    if (r.last_registered > t0 && (!first || r.last_registered < *first)) first = r.last_registered;
+  return first;
+}
+
+class Bench {
+ public:
+  explicit Bench(Options o) : o_(std::move(o)) {}
+
+  int run() {
+    char templ[] = "/tmp/kgpu-lifecycle-XXXXXX";
+    if (!::mkdtemp(templ)) {
+      fail("cannot create a temporary folder");
+      return 1;
+    }
+    tmp_ = templ;
+    plugin_dir_ = tmp_ + "/dp";
+    alone_dir_ = tmp_ + "/alone";
+    fs::create_directories(plugin_dir_);
+    fs::create_directories(alone_dir_);
+    log_ = tmp_ + "/plugin.log";
+    std::string nvml_dir = KGPU_FAKE_NVML_DIR;
+    Child gen({nvml_dir + "/kgpu-fake-nvml-fixture", o_.fleet, tmp_ + "/node"}, {}, tmp_ + "/fixture.log");
+    if (!gen.started() || gen.wait_exit(30s) != 0) {
+      fail("the fixture generator failed: " + tmp_ + "/fixture.log");
+      return 1;
+    }
+    env_ = {"LD_LIBRARY_PATH=" + nvml_dir, "KGPU_FAKE_NVML_FLEET=" + o_.fleet};
+
+    kgpu::sim::KubeletSim sim(plugin_dir_);
+    if (auto st = sim.start(); !st) {
+      fail("kubelet simulator: " + st.error().message);
+      return 1;
+    }
+    if (!launches_with_kubelet(sim)) return 1;
+    if (!launches_with_unread_streams(sim, false) || !launches_with_unread_streams(sim, true)) return 1;
+    sim.stop();
+    if (!launches_without_kubelet()) return 1;
+    print();
+    if (!exit_codes_.empty()) {
+      fail("the plugin did not exit cleanly on SIGTERM");
+      return 1;
+    }
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+    return 0;
+  }
+
+ private:
+  std::vector<std::string> plugin_argv(const std::string& dir, const std::string& config_file) const {
+    std::vector<std::string> argv = {o_.binary,     "plugin",        "--kubelet-socket", dir + "/kubelet.sock",
+                                     "--log-level", "warn",          "--sysfs-root",     tmp_ + "/node/sys",
+                                     "--proc-root", tmp_ + "/node/proc", "--dev-root",   tmp_ + "/node"};
+    if (!config_file.empty()) argv.insert(argv.end(), {"--config-file", config_file});
+    return argv;
+  }
+
+  // Says what failed (the temporary folder is kept for its logs); false, for `return fail(...)`.
+  bool fail(const std::string& what) const {
+    std::cerr << "bench_lifecycle: " << what << (log_.empty() ? "" : "; plugin log: " + log_) << "\n";
+    return false;
+  }
+
+  void record_exit(Figure& f, const Exit& e) {
+    f.values.push_back(e.ms);
+    if (e.code != 0) exit_codes_.push_back(f.label + ": exit " + std::to_string(e.code));
+  }
+
+  // Launch -> Register, kubelet restarts, idle (last launch), SIGTERM with the kubelet's streams read.
+  bool launches_with_kubelet(kgpu::sim::KubeletSim& sim) {
+    CreationWatch kubelet_sock(plugin_dir_,
+                               [](const std::string& p) { return fs::path(p).filename() == "kubelet.sock"; });
+    if (!kubelet_sock.ok()) return fail("inotify on " + plugin_dir_);
+    std::set<std::string> expected;
+    for (int i = 0; i < o_.launches; ++i) {
+      auto t0 = Clock::now();
+      Child plugin(plugin_argv(plugin_dir_, ""), env_, log_);
+      if (!plugin.started()) return fail("cannot start " + o_.binary);
+      auto registered = wait_registered_since(sim, t0, expected, 30s);
+      if (!registered) return fail("the plugin did not register within 30 s");
+      launch_.values.push_back(ms(*registered - t0));
+      // With several resources, also the last Register: from the second launch on, once every
+      // resource the first launch showed is known to wait for.
+      if (i > 0 && expected.size() > 1) {
+        Clock::time_point last = *registered;
+        for (const auto& [name, r] : sim.snapshot().resources) last = std::max(last, r.last_registered);
+        launch_all_.values.push_back(ms(last - t0));
+      }
+      for (const auto& [name, r] : sim.snapshot().resources) expected.insert(name);
+
+      for (int r = 0; r < kRestartsPerLaunch; ++r) {
+        int seen = kubelet_sock.count();
+        auto begun = Clock::now();
+        auto took = kgpu::sim::restart_and_wait(sim, 10s);
+        if (!took) return fail("kubelet restart: " + took.error().message);
+        restart_.values.push_back(static_cast<double>(took->count()) / 1000.0);
+        auto created = kubelet_sock.wait_beyond(seen, 5s);
+        if (!created) return fail("no inotify event for the re-created kubelet.sock");
+        // Every resource registered again and its new list arrived. (Not "since *created": this
+        // process's watch thread may wake after the plugin did.)
+        auto after = wait_registered_since(sim, begun, expected, 10s);
+        if (!after) return fail("the plugin did not stream again after a kubelet restart");
+        Clock::time_point last = *after;
+        for (const auto& [name, res] : sim.snapshot().resources) last = std::max(last, res.last_registered);
+        socket_created_.values.push_back(ms(last - *created));
+      }
+
+      if (i == o_.launches - 1) measure_idle(plugin.pid(), sim);
+      record_exit(sigterm_read_, sigterm_and_wait(plugin));
+    }
+    return true;
+  }
+
+  void measure_idle(pid_t pid, kgpu::sim::KubeletSim& sim) {
+    // The window opens 2 s after the last re-registration's list arrived: what the daemon does for
+    // months, not the tail of the restart (a timer that keeps firing shows up either way).
+    std::this_thread::sleep_for(kIdleSettle);
+    auto before = kgpu::bench::sample_process(pid);
+    std::this_thread::sleep_for(std::chrono::seconds(o_.idle_seconds));  // the measured idle period itself
+    auto after = kgpu::bench::sample_process(pid);
+    idle_before_ = before;
+    idle_after_ = after;
+    auto snapshot = sim.snapshot();
+    if (const auto* r = snapshot.find(kGpu)) gpus_ = r->devices.size();
+    for (const auto& [name, r] : snapshot.resources)
+      resources_ += (resources_.empty() ? "" : ", ") + std::to_string(r.devices.size()) + " x " + name;
+  }
+
+  // SIGTERM with the kubelet's stream read and, on a list of >= 1 MiB, either a gRPC reader that
+  // stopped reading (`raw` false) or two raw peers that never read their socket (`raw` true).
+  bool launches_with_unread_streams(kgpu::sim::KubeletSim& sim, bool raw) {
+    Figure& figure = raw ? sigterm_raw_ : sigterm_grpc_;
+    if (gpus_ == 0) return true;  // no nvidia.com/gpu on this fleet: not measured
+    size_t replicas = std::min<size_t>(9999, (kLargeListDevices + gpus_ - 1) / gpus_);
+    std::string config = tmp_ + "/config.yaml";
+    auto devices_are = [&](size_t n, Clock::time_point since) {
+      return sim.wait_for(
+          [&](const kgpu::sim::Snapshot& s) {
+            const auto* r = s.find(kGpu);
+            return r && r->connected && r->last_registered > since && r->last_update > since && r->devices.size() == n;
+          },
+          60s);
+    };
+    for (int i = 0; i < o_.launches; ++i) {
+      replace_file(config, time_slicing_config(replicas));
+      auto t0 = Clock::now();
+      Child plugin(plugin_argv(plugin_dir_, config), env_, log_);
+      if (!plugin.started()) return fail("cannot start " + o_.binary);
+      if (!devices_are(gpus_ * replicas, t0))
+        return fail("no list of " + std::to_string(gpus_ * replicas) + " devices");
+      std::string socket = plugin_dir_ + "/" + sim.snapshot().find(kGpu)->endpoint;
+      large_devices_ = gpus_ * (replicas + 1);
+
+      std::unique_ptr<v1beta1::DevicePlugin::Stub> stub;
+      grpc::ClientContext ctx;
+      std::unique_ptr<grpc::ClientReader<v1beta1::ListAndWatchResponse>> reader;
+      std::vector<std::unique_ptr<kgpu::test::StuckPeer>> peers;
+      if (raw) {
+        for (int p = 0; p < 2; ++p) {
+          peers.push_back(std::make_unique<kgpu::test::StuckPeer>(socket));
+          if (!peers.back()->connected() || !peers.back()->wait_readable(10000))
+            return fail("a raw ListAndWatch peer got nothing from " + socket);
+        }
+      } else {
+        auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+        stub = v1beta1::DevicePlugin::NewStub(channel);
+        reader = stub->ListAndWatch(&ctx, v1beta1::Empty());
+        v1beta1::ListAndWatchResponse first;
+        if (!reader->Read(&first)) return fail("a gRPC ListAndWatch reader got no list");
+        list_bytes_ = first.ByteSizeLong();  // read once, never again
+      }
+      // A new list for every stream (a config change): the unread ones cannot take it.
+      auto changed = Clock::now();
+      replace_file(config, time_slicing_config(replicas + 1));
+      if (!sim.wait_for(
+              [&](const kgpu::sim::Snapshot& s) {
+                const auto* r = s.find(kGpu);
+                return r && r->last_update > changed && r->devices.size() == large_devices_;
+              },
+              60s))
+        return fail("the config change never reached the kubelet's stream");
+      record_exit(figure, sigterm_and_wait(plugin));
+      ctx.TryCancel();
+    }
+    return true;
+  }
+
+  // SIGTERM with no kubelet: the plugin serves its socket and waits for kubelet.sock.
+  bool launches_without_kubelet() {
+    for (int i = 0; i < o_.launches; ++i) {
+      CreationWatch socket(alone_dir_, [](const std::string& p) {
+        return fs::path(p).filename() != "kubelet.sock" && is_socket(p);
+      });
+      if (!socket.ok()) return fail("inotify on " + alone_dir_);
+      Child plugin(plugin_argv(alone_dir_, ""), env_, log_);
+      if (!plugin.started()) return fail("cannot start " + o_.binary);
+      if (!socket.wait_beyond(0, 30s)) return fail("the plugin never created its socket without a kubelet");
+      record_exit(sigterm_alone_, sigterm_and_wait(plugin));
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(alone_dir_, ec)) fs::remove_all(e.path(), ec);
+    }
+    return true;
+  }
+
+  void print() const {
+    std::printf("kgpu lifecycle: %s, fleet %s (%s), %d launches, %d s idle\n\n", o_.binary.c_str(),
+                fs::path(o_.fleet).filename().c_str(), resources_.c_str(), o_.launches, o_.idle_seconds);
+    std::printf("| figure (ms) | median | min | max |\n|---|---|---|---|\n");
+    print_row(launch_);
+    if (!launch_all_.values.empty()) print_row(launch_all_);
+    print_row(socket_created_);
+    print_row(restart_);
+    print_row(sigterm_read_);
+    std::string large = std::to_string(large_devices_) + " devices";
+    if (list_bytes_ > 0) large += ", " + std::to_string(list_bytes_ / 1024) + " KiB list";
+    print_row({sigterm_grpc_.label + " (" + large + ")", sigterm_grpc_.values});
+    print_row({sigterm_raw_.label + " (" + large + ")", sigterm_raw_.values});
+    print_row(sigterm_alone_);
+    std::printf("\n");
+    if (!idle_after_.ok) {
+      std::printf("idle figures: the process was gone\n");
+    } else {
+      const auto& a = idle_after_;
+      const auto& b = idle_before_;
+      std::map<std::string, int> names;
+      for (const auto& [tid, t] : a.tasks) names[t.name]++;
+      std::string list;
+      for (const auto& [name, n] : names)
+        list += (list.empty() ? "" : ", ") + name + (n > 1 ? " x" + std::to_string(n) : "");
+      long switches = a.switches() - b.switches();
+      double per10 = o_.idle_seconds > 0 ? 10.0 * static_cast<double>(switches) / o_.idle_seconds : 0;
+      std::printf("threads idle: %ld (%s)\n", a.threads, list.c_str());
+      std::printf("RSS idle: %.1f MiB\n", static_cast<double>(a.rss_kib) / 1024.0);
+      std::printf("context switches over %d s idle, all threads: %ld (%.1f per 10 s)\n", o_.idle_seconds, switches,
+                  per10);
+      std::printf("CPU over %d s idle: utime+stime %.0f ms; on-CPU by schedstat %.2f ms\n", o_.idle_seconds,
+                  a.cpu_ms - b.cpu_ms, static_cast<double>(a.cpu_ns() - b.cpu_ns()) / 1e6);
+      // Threads that woke up, one by one; the quiet ones in one group, by name.
+      std::string woke, quiet;
+      std::map<std::string, int> quiet_names;
+      for (const auto& d : kgpu::bench::thread_deltas(b, a)) {
+        if (d.switches > 0)
+          woke += (woke.empty() ? "" : ", ") + d.name + " " + std::to_string(d.switches);
+        else
+          quiet_names[d.name + (d.exited ? " (exited)" : "")]++;
+      }
+      for (const auto& [name, n] : quiet_names)
+        quiet += (quiet.empty() ? "" : ", ") + name + (n > 1 ? " x" + std::to_string(n) : "");
+      std::printf("context switches per thread over %d s idle: %s; 0: %s\n", o_.idle_seconds,
+                  woke.empty() ? "none" : woke.c_str(), quiet.empty() ? "none" : quiet.c_str());
+    }
+    for (const auto& e : exit_codes_) std::printf("NOT a clean exit: %s\n", e.c_str());
+  }
+
+  Options o_;
+  std::string tmp_, plugin_dir_, alone_dir_, log_;
+  std::vector<std::string> env_;
+  size_t gpus_ = 0, large_devices_ = 0, list_bytes_ = 0;
+  std::string resources_;  // "8 x nvidia.com/gpu, ..." as the kubelet saw them idle
+  Figure launch_{"launch (posix_spawn) -> Register received", {}};
+  Figure launch_all_{"launch (posix_spawn) -> every resource's Register received", {}};
+  Figure socket_created_{"kubelet restart: kubelet.sock created (inotify) -> Register received", {}};
+  Figure restart_{"kubelet restart: old sockets deleted -> Register received", {}};
+  Figure sigterm_read_{"SIGTERM -> exit, kubelet streams open and read", {}};
+  Figure sigterm_grpc_{"SIGTERM -> exit, + a gRPC reader that stopped reading", {}};
+  Figure sigterm_raw_{"SIGTERM -> exit, + 2 peers that never read their socket", {}};
+  Figure sigterm_alone_{"SIGTERM -> exit, no kubelet (waiting to register)", {}};
+  kgpu::bench::ProcSample idle_before_, idle_after_;
+  std::vector<std::string> exit_codes_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto options = parse_options(argc, argv);
+  if (!options) return 2;
+  return Bench(std::move(*options)).run();
+}
