@@ -1,0 +1,171 @@
+// The DRA kubelet plugin over real unix sockets, called by gRPC C++ clients as the kubelet calls it:
+// registration (GetInfo, NotifyRegistrationStatus) and NodePrepareResources / NodeUnprepareResources
+// in both API versions.
+#include "dra/kubelet_plugin.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include "dra/v1/dra.grpc.pb.h"
+#include "dra/v1beta1/dra.grpc.pb.h"
+#include "pluginregistration/v1/registration.grpc.pb.h"
+#include "rpc/server.h"
+
+namespace kgpu::dra {
+namespace {
+
+namespace v1 = k8s::io::kubelet::pkg::apis::dra::v1;
+namespace v1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
+
+class KubeletPluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char templ[] = "/tmp/kgpu-dra-XXXXXX";
+    ASSERT_NE(::mkdtemp(templ), nullptr);
+    root_ = templ;
+    auto transport = rpc::Server::start();
+    ASSERT_TRUE(transport);
+    transport_ = std::move(*transport);
+    ClaimHandler handler;
+    handler.prepare = [this](const ClaimRef& c) -> Result<std::vector<PreparedDevice>> {
+      std::lock_guard lock(mu_);
+      prepared_.push_back(c);
+      if (c.name == "broken") return Error::not_found("ResourceClaim default/broken has no allocation");
+      return std::vector<PreparedDevice>{{{"gpu"}, "node-1", "gpu-0", {"k8s.gpu.nvidia.com/claim=" + c.uid + "-gpu-0"}},
+                                         {{}, "node-1", "gpu-1", {}}};
+    };
+    handler.unprepare = [this](const ClaimRef& c) -> Status {
+      std::lock_guard lock(mu_);
+      unprepared_.push_back(c);
+      return ok_status();
+    };
+    plugin_ = std::make_unique<KubeletPlugin>(KubeletPluginOptions{"gpu.nvidia.com", root_}, handler, transport_);
+    auto st = plugin_->start();
+    ASSERT_TRUE(st) << st.error().message;
+  }
+  void TearDown() override {
+    plugin_.reset();
+    std::filesystem::remove_all(root_);
+  }
+  std::shared_ptr<grpc::Channel> channel(const std::string& path) {
+    return grpc::CreateChannel("unix:" + path, grpc::InsecureChannelCredentials());
+  }
+  template <typename Request>
+  static void add_claim(Request& req, const std::string& uid, const std::string& name) {
+    auto* c = req.add_claims();
+    c->set_uid(uid);
+    c->set_namespace_("default");
+    c->set_name(name);
+  }
+
+  std::string root_;
+  std::shared_ptr<rpc::Server> transport_;
+  std::unique_ptr<KubeletPlugin> plugin_;
+  std::mutex mu_;
+  std::vector<ClaimRef> prepared_, unprepared_;
+};
+
+TEST_F(KubeletPluginTest, SocketsAreWhereTheKubeletLooksWithModeSixHundred) {
+  EXPECT_EQ(plugin_->registration_socket(), root_ + "/plugins_registry/gpu.nvidia.com-reg.sock");
+  EXPECT_EQ(plugin_->dra_socket(), root_ + "/plugins/gpu.nvidia.com/dra.sock");
+  for (const auto& path : {plugin_->registration_socket(), plugin_->dra_socket()}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+    EXPECT_TRUE(S_ISSOCK(st.st_mode));
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+  }
+  // Nothing half-made is left for the plugin watcher.
+  for (const auto& e : std::filesystem::directory_iterator(root_ + "/plugins_registry"))
+    EXPECT_NE(e.path().filename().string()[0], '.');
+}
+
+TEST_F(KubeletPluginTest, GetInfoAnnouncesADraPluginWithBothServiceVersions) {
+  auto stub = pluginregistration::Registration::NewStub(channel(plugin_->registration_socket()));
+  grpc::ClientContext ctx;
+  pluginregistration::PluginInfo info;
+  auto st = stub->GetInfo(&ctx, pluginregistration::InfoRequest{}, &info);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(info.type(), "DRAPlugin");
+  EXPECT_EQ(info.name(), "gpu.nvidia.com");
+  EXPECT_EQ(info.endpoint(), plugin_->dra_socket());
+  ASSERT_EQ(info.supported_versions_size(), 2);
+  EXPECT_EQ(info.supported_versions(0), "v1.DRAPlugin");
+  EXPECT_EQ(info.supported_versions(1), "v1beta1.DRAPlugin");
+
+  EXPECT_FALSE(plugin_->registered());
+  grpc::ClientContext ctx2;
+  pluginregistration::RegistrationStatus status;
+  status.set_plugin_registered(true);
+  pluginregistration::RegistrationStatusResponse resp;
+  ASSERT_TRUE(stub->NotifyRegistrationStatus(&ctx2, status, &resp).ok());
+  EXPECT_TRUE(plugin_->registered());
+  grpc::ClientContext ctx3;
+  status.set_plugin_registered(false);
+  status.set_error("driver already registered");
+  ASSERT_TRUE(stub->NotifyRegistrationStatus(&ctx3, status, &resp).ok());
+  EXPECT_FALSE(plugin_->registered());
+  EXPECT_EQ(plugin_->registration_error(), "driver already registered");
+}
+
+TEST_F(KubeletPluginTest, PrepareAnswersEveryClaimInV1) {
+  auto stub = v1::DRAPlugin::NewStub(channel(plugin_->dra_socket()));
+  v1::NodePrepareResourcesRequest req;
+  add_claim(req, "uid-1", "train");
+  add_claim(req, "uid-2", "broken");
+  req.add_claims()->set_uid("uid-3");  // no namespace, no name
+  grpc::ClientContext ctx;
+  v1::NodePrepareResourcesResponse resp;
+  auto st = stub->NodePrepareResources(&ctx, req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(resp.claims().size(), 3u);
+  const auto& ok = resp.claims().at("uid-1");
+  EXPECT_TRUE(ok.error().empty());
+  ASSERT_EQ(ok.devices_size(), 2);
+  EXPECT_EQ(ok.devices(0).pool_name(), "node-1");
+  EXPECT_EQ(ok.devices(0).device_name(), "gpu-0");
+  ASSERT_EQ(ok.devices(0).request_names_size(), 1);
+  EXPECT_EQ(ok.devices(0).request_names(0), "gpu");
+  ASSERT_EQ(ok.devices(0).cdi_device_ids_size(), 1);
+  EXPECT_EQ(ok.devices(0).cdi_device_ids(0), "k8s.gpu.nvidia.com/claim=uid-1-gpu-0");
+  EXPECT_EQ(ok.devices(1).request_names_size(), 0);
+  EXPECT_NE(resp.claims().at("uid-2").error().find("has no allocation"), std::string::npos);
+  EXPECT_NE(resp.claims().at("uid-3").error().find("namespace"), std::string::npos);
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(prepared_.size(), 2u);  // the malformed claim never reached the handler
+  EXPECT_EQ(prepared_[0], (ClaimRef{"default", "uid-1", "train"}));
+}
+
+TEST_F(KubeletPluginTest, PrepareAndUnprepareWorkInV1beta1) {
+  auto stub = v1beta1::DRAPlugin::NewStub(channel(plugin_->dra_socket()));
+  v1beta1::NodePrepareResourcesRequest req;
+  add_claim(req, "uid-9", "infer");
+  grpc::ClientContext ctx;
+  v1beta1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(stub->NodePrepareResources(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.claims().at("uid-9").devices_size(), 2);
+  v1beta1::NodeUnprepareResourcesRequest ureq;
+  add_claim(ureq, "uid-9", "infer");
+  grpc::ClientContext uctx;
+  v1beta1::NodeUnprepareResourcesResponse uresp;
+  ASSERT_TRUE(stub->NodeUnprepareResources(&uctx, ureq, &uresp).ok());
+  ASSERT_EQ(uresp.claims().size(), 1u);
+  EXPECT_TRUE(uresp.claims().at("uid-9").error().empty());
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(unprepared_.size(), 1u);
+  EXPECT_EQ(unprepared_[0].uid, "uid-9");
+}
+
+TEST_F(KubeletPluginTest, StopRemovesBothSockets) {
+  std::string reg = plugin_->registration_socket(), dra = plugin_->dra_socket();
+  plugin_->stop();
+  EXPECT_FALSE(std::filesystem::exists(reg));
+  EXPECT_FALSE(std::filesystem::exists(dra));
+}
+
+}  // namespace
+}  // namespace kgpu::dra
