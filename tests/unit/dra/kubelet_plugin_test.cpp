@@ -15,6 +15,7 @@
 #include "dra/v1beta1/dra.grpc.pb.h"
 #include "pluginregistration/v1/registration.grpc.pb.h"
 #include "rpc/server.h"
+#include "server/dra_kubelet_sim.h"
 
 namespace kgpu::dra {
 namespace {
@@ -158,6 +159,28 @@ TEST_F(KubeletPluginTest, PrepareAndUnprepareWorkInV1beta1) {
   std::lock_guard lock(mu_);
   ASSERT_EQ(unprepared_.size(), 1u);
   EXPECT_EQ(unprepared_[0].uid, "uid-9");
+}
+
+// The kubelet simulator's DRA side registers the plugin as kubelets of each release would and
+// prepares through the version it picked.
+TEST_F(KubeletPluginTest, KubeletsOfEachReleasePickTheirVersionAndPrepare) {
+  for (int minor : {33, 34}) {
+    sim::DraKubeletSim kubelet(root_, minor);
+    auto plugin = kubelet.wait_for_plugin(std::chrono::seconds(5));
+    ASSERT_TRUE(plugin) << plugin.error().message;
+    EXPECT_EQ(plugin->driver, "gpu.nvidia.com");
+    EXPECT_EQ(plugin->service, minor >= 34 ? "v1.DRAPlugin" : "v1beta1.DRAPlugin");
+    EXPECT_TRUE(plugin_->registered());
+    auto prepared = kubelet.prepare("gpu.nvidia.com", {{"default", "train", "uid-" + std::to_string(minor)}});
+    ASSERT_TRUE(prepared) << prepared.error().message;
+    const auto& claim = prepared->at("uid-" + std::to_string(minor));
+    EXPECT_TRUE(claim.error.empty());
+    ASSERT_EQ(claim.devices.size(), 2u);
+    EXPECT_EQ(claim.devices[0].device, "gpu-0");
+    auto unprepared = kubelet.unprepare("gpu.nvidia.com", {{"default", "train", "uid-" + std::to_string(minor)}});
+    ASSERT_TRUE(unprepared);
+    EXPECT_EQ(unprepared->at("uid-" + std::to_string(minor)), "");
+  }
 }
 
 TEST_F(KubeletPluginTest, StopRemovesBothSockets) {
