@@ -47,7 +47,8 @@ phase_asan() {
 }
 
 phase_tsan() {
-  cmake -S . -B build-tsan "${sanitizer_flags[@]}" -DKGPU_WERROR=ON -DKGPU_BUILD_BENCH=OFF -DKGPU_SANITIZE=thread
+  cmake -S . -B build-tsan "${sanitizer_flags[@]}" -DKGPU_WERROR=ON -DKGPU_BUILD_BENCH=OFF -DKGPU_SANITIZE=thread \
+    -DKGPU_STATIC_GRPC=OFF
   cmake --build build-tsan -j"$jobs" --target test_e2e
   ctest --test-dir build-tsan --output-on-failure -j"$jobs" --timeout 600 -L e2e
 }
