@@ -37,7 +37,8 @@ Result<std::string> string_member(const json& object, const char* key, const std
 }
 
 Result<uint64_t> quantity_member(const json& value, const std::string& path) {
-  if (value.is_number_unsigned()) {
+  // A plain JSON number of bytes: nlohmann keeps non-negative literals as signed or unsigned.
+  if (value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() > 0)) {
     if (value.get<uint64_t>() == 0) return Error::invalid(path + " must be more than 0");
     return value.get<uint64_t>();
   }
