@@ -210,14 +210,15 @@ class Preparer {
     }
     // Per-device limits name a GPU of the claim by NVML index or UUID; they override the default.
     for (const ClaimDevice* d : mps)
-      for (const auto& [key, bytes] : d->sharing.mps.per_device_pinned) {
+      for (const auto& limit : d->sharing.mps.per_device_pinned) {
+        const std::string& key = limit.first;  // a plain name: clang 14 cannot capture bindings
         auto target = std::find_if(mps.begin(), mps.end(), [&](const ClaimDevice* m) {
           return m->gpu->uuid == key || std::to_string(m->gpu->index) == key;
         });
         if (target == mps.end())
           return Error::invalid(who_ + ": defaultPerDevicePinnedMemoryLimit names " + quote_text(key) +
                                 ", which is not an MPS-shared GPU of this claim (give its index or UUID)");
-        pinned[(*target)->backing.gpu] = bytes;
+        pinned[(*target)->backing.gpu] = limit.second;
       }
     for (const auto& [g, bytes] : pinned) {
       const Gpu& gpu = in_.inventory.gpus[g];
