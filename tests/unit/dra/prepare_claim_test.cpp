@@ -6,7 +6,10 @@
 #include <algorithm>
 
 #include "cdi/spec_builder.h"
+#include "core/resource_plan.h"
+#include "dra/device_names.h"
 #include "dra/prepare.h"
+#include "plan/device_edits.h"
 #include "dra/slice_builder.h"
 #include "plan/device_ids.h"
 #include "plan/mps_paths.h"
@@ -243,6 +246,51 @@ TEST(DraPrepare, ConfigsKgpuCannotHonourAreErrors) {
                                            opaque_config(gpu_sharing({{"strategy", "MPS"}, {"mpsConfig", {{"defaultActiveThreadPercentage", 20}}}}), {"b"})}));
   n.config.mps_root = "/run/kgpu/mps";
   EXPECT_NE(n.error(two).find("two MPS active thread percentages"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kgpu::dra
+
+namespace kgpu::dra {
+namespace {
+
+TEST(DraPrepare, AmdGpusGetTheVendorEditsOfTheDevicePluginPath) {
+  Inventory inv;
+  Gpu g;
+  g.vendor = Vendor::Amd;
+  g.index = 0;
+  g.uuid = "amd-0";
+  g.device_nodes = {{"/dev/dri/card1"}, {"/dev/dri/renderD128"}};
+  g.attributes["kfd-unique-id"] = "1234";
+  inv.gpus.push_back(g);
+  Config config;
+  SliceOptions o;
+  o.node_name = "node-1";
+  const DriverPool pool = build_publication(inv, o)->pools.at(0);
+  ASSERT_EQ(pool.driver, "gpu.amd.com");
+  const std::string name = gpu_device_name(inv.gpus[0]);
+
+  auto claim = parse_resource_claim(claim_json(kUid, {{"gpu", name, "gpu.amd.com"}}).dump());
+  ASSERT_TRUE(claim.ok());
+  auto p = prepare_claim(*claim, PrepareInputs{config, inv, pool, nullptr});
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  const ContainerEdits expected = vendor_device_edits(config, inv, Resource{}, {BackingDevice{0, std::nullopt}});
+  std::vector<std::string> expected_nodes, nodes;
+  for (const auto& d : expected.devices) expected_nodes.push_back(d.container_path);
+  for (const auto& d : p->cdi_spec["devices"][0]["containerEdits"]["deviceNodes"]) nodes.push_back(d["path"]);
+  EXPECT_EQ(nodes, expected_nodes);
+  EXPECT_EQ(p->cdi_spec["kind"], "k8s.gpu.amd.com/claim");
+  EXPECT_EQ(env_of(p->cdi_spec["containerEdits"]), std::vector<std::string>{"ROCR_VISIBLE_DEVICES=GPU-1234"});
+  EXPECT_EQ(p->claim.devices.at(0).cdi_device_ids, std::vector<std::string>{"k8s.gpu.amd.com/claim=" + std::string(kUid) + "-" + name});
+
+  auto configured = parse_resource_claim(
+      claim_json(kUid, {{"gpu", name, "gpu.amd.com"}},
+                 json::array({opaque_config(gpu_sharing({{"strategy", "MPS"}}), {}, "FromClaim", "gpu.amd.com")}))
+          .dump());
+  ASSERT_TRUE(configured.ok());
+  auto refused = prepare_claim(*configured, PrepareInputs{config, inv, pool, nullptr});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("driver gpu.amd.com takes no opaque configuration"), std::string::npos);
 }
 
 }  // namespace
