@@ -304,10 +304,13 @@ class Preparer {
       append_edits(common, cdi_edits(env));
     }
     if (claim.mps) append_edits(common, cdi_edits(mps_edits_));
-    return {{"cdiVersion", kCdiSpecVersion},
-            {"kind", claim_cdi_kind(claim.driver)},
-            {"devices", devices},
-            {"containerEdits", common}};
+    // Assigned, not an initializer list, which would copy the (driver-file sized) edits.
+    json spec = json::object();
+    spec["cdiVersion"] = kCdiSpecVersion;
+    spec["kind"] = claim_cdi_kind(claim.driver);
+    spec["devices"] = std::move(devices);
+    spec["containerEdits"] = std::move(common);
+    return spec;
   }
 
   const ResourceClaim& claim_;
