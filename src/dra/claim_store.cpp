@@ -164,19 +164,19 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
 Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& uid) {
   if (!is_safe_claim_uid(uid)) return Error::invalid("claim UID " + quote_text(uid) + " is not a Kubernetes UID");
   std::lock_guard lock(mu_);
-  std::optional<PreparedClaim> released;
-  std::string file = claim_cdi_spec_file(options_.driver, uid);
-  if (auto it = claims_.find(uid); it != claims_.end()) {
-    released = std::move(it->second);
-    claims_.erase(it);
-    if (auto st = save_locked(); !st) {
-      claims_.emplace(uid, *released);
-      return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
-    }
-    file = released->cdi_spec_file;
+  auto it = claims_.find(uid);
+  // The spec first: until the checkpoint forgets the claim, a failure anywhere leaves it recorded,
+  // so the kubelet's retry finds it again (and a repeated prepare writes the spec back).
+  const std::string file = it != claims_.end() ? it->second.cdi_spec_file : claim_cdi_spec_file(options_.driver, uid);
+  if (auto st = remove_file(spec_path(file)); !st)
+    return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
+  if (it == claims_.end()) return std::optional<PreparedClaim>();
+  std::optional<PreparedClaim> released = std::move(it->second);
+  claims_.erase(it);
+  if (auto st = save_locked(); !st) {
+    claims_.emplace(uid, *released);
+    return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
   }
-  // After the checkpoint: a crash here leaves a spec file that the kubelet's retry removes.
-  if (auto st = remove_file(spec_path(file)); !st) return Error::unavailable("unprepare claim " + uid + ": " + st.error().message);
   return released;
 }
 

@@ -8,9 +8,10 @@
 //    fetch the claim (injected: the API-server GET), check its UID, prepare_claim(), refuse a
 //    device already prepared for another claim (unless either is admin access or both are
 //    consumable-capacity shares), write the claim's CDI spec, then the checkpoint.
-//  - unprepare(uid): forget the claim (checkpoint first), then remove its CDI spec file; an unknown
-//    UID is fine (the kubelet retries and cleans up after restarts), and its spec file is removed
-//    too in case a crash left one behind.
+//  - unprepare(uid): remove the claim's CDI spec file, then forget the claim in the checkpoint (a
+//    failure in between leaves it recorded for the kubelet's retry); an unknown UID is fine (the
+//    kubelet retries and cleans up after restarts), and its spec file is removed too in case a
+//    crash left one behind.
 // The sharing a prepared claim needs (time-slice settings, an MPS daemon) is returned to the
 // caller, who applies it on prepare and undoes it with what unprepare returns.
 #include <functional>

@@ -151,6 +151,36 @@ TEST(DraClaimStore, AMissingSpecFileIsWrittenAgain) {
   EXPECT_TRUE(fs::is_regular_file(f.spec(1)));
 }
 
+TEST(DraClaimStore, FailuresLeaveTheRecordAsItWas) {
+  Fixture f;
+  f.serve(1, {1});
+  auto store = f.open();
+  ASSERT_TRUE(store->prepare(ref(1)).ok());
+  // The spec cannot be removed (a non-empty folder took its place): the claim stays recorded.
+  fs::remove(f.spec(1));
+  fs::create_directories(f.spec(1) / "x");
+  auto failed = store->unprepare(uid(1));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code, Error::Code::Unavailable);
+  EXPECT_NE(failed.error().message.find(f.spec(1).string()), std::string::npos);
+  EXPECT_EQ(store->prepared().size(), 1u);
+  EXPECT_EQ(f.open()->prepared().size(), 1u);
+  fs::remove_all(f.spec(1));
+  auto released = store->unprepare(uid(1));
+  ASSERT_TRUE(released.ok()) << released.error().message;
+  EXPECT_TRUE(released->has_value());
+
+  // The checkpoint cannot be written: not prepared, and no spec left behind.
+  const fs::path checkpoint = f.options().checkpoint_path;
+  fs::remove(checkpoint);
+  fs::create_directories(checkpoint / "x");
+  auto refused = store->prepare(ref(1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Error::Code::Unavailable);
+  EXPECT_FALSE(fs::exists(f.spec(1)));
+  EXPECT_TRUE(store->prepared().empty());
+}
+
 TEST(DraClaimStore, FetchedClaimMustHaveTheRequestedUid) {
   Fixture f;
   f.claims["team-a/claim-" + uid(1)] = claim_json(uid(5), {{"gpus", "gpu-1"}}).dump();
