@@ -31,6 +31,14 @@ Status remove_file(const std::string& path) {
 
 }  // namespace
 
+std::string read_boot_id(const std::string& proc_root) {
+  auto text = read_regular_file((fs::path(proc_root) / "sys/kernel/random/boot_id").string(), kAttributeFileLimit);
+  if (!text) return "";
+  std::string id = *text;
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
 ClaimStore::ClaimStore(ClaimStoreOptions options, ClaimFetch fetch)
     : options_(std::move(options)), fetch_(std::move(fetch)) {
   load();

@@ -53,6 +53,10 @@ struct ClaimStoreOptions {
   std::string boot_id;
 };
 
+// The Linux boot ID (<proc_root>/sys/kernel/random/boot_id, trimmed) for ClaimStoreOptions::boot_id;
+// empty when it cannot be read (the checkpoint is then kept whatever boot wrote it).
+std::string read_boot_id(const std::string& proc_root);
+
 class ClaimStore {
  public:
   // Loads the checkpoint. Missing: empty. Unreadable, corrupt or from another boot: empty, with a

@@ -247,6 +247,14 @@ TEST(DraClaimStore, CheckpointFromAnotherBootIsDropped) {
   EXPECT_NE(store->startup_warnings()[0].find("rebooted"), std::string::npos);
 }
 
+TEST(DraClaimStore, BootIdIsReadFromProc) {
+  testing::ScratchDir proc;
+  EXPECT_EQ(read_boot_id(proc.path.string()), "");
+  fs::create_directories(proc.path / "sys/kernel/random");
+  std::ofstream(proc.path / "sys/kernel/random/boot_id") << "0c5a1f2e-aaaa-4bbb-8ccc-000000000001\n";
+  EXPECT_EQ(read_boot_id(proc.path.string()), "0c5a1f2e-aaaa-4bbb-8ccc-000000000001");
+}
+
 TEST(DraClaimStore, CheckpointRoundTripsEveryField) {
   PreparedClaim c;
   c.ref = ref(1);
