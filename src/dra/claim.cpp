@@ -211,12 +211,13 @@ Result<std::vector<AllocationResult>> results_for(const ResourceClaim& claim, st
   return out;
 }
 
-const OpaqueConfig* config_for(const ResourceClaim& claim, std::string_view driver, const AllocationResult& result) {
-  const OpaqueConfig* found = nullptr;
+std::vector<const OpaqueConfig*> configs_for(const ResourceClaim& claim, std::string_view driver,
+                                             const AllocationResult& result) {
+  std::vector<const OpaqueConfig*> out;
   for (auto source : {OpaqueConfig::Source::FromClass, OpaqueConfig::Source::FromClaim})
     for (const auto& c : claim.configs)
-      if (c.source == source && c.driver == driver && c.applies_to(result)) found = &c;
-  return found;
+      if (c.source == source && c.driver == driver && c.applies_to(result)) out.push_back(&c);
+  return out;
 }
 
 }  // namespace kgpu::dra

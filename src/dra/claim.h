@@ -73,9 +73,12 @@ Result<ResourceClaim> parse_resource_claim(std::string_view text);
 Result<std::vector<AllocationResult>> results_for(const ResourceClaim& claim, std::string_view driver,
                                                   std::string_view pool);
 
-// The opaque config of `driver` that applies to `result`, or nullptr: NVIDIA's precedence, class
-// configs before claim configs, the last matching entry winning.
-const OpaqueConfig* config_for(const ResourceClaim& claim, std::string_view driver, const AllocationResult& result);
+// The opaque configs of `driver` that apply to `result`, lowest precedence first (NVIDIA's order:
+// class configs below claim configs, later entries above earlier ones). The driver takes the last
+// one that fits the device (prepare_claim: a config for all requests whose kind is for another
+// device type is passed over; one naming the request is an error).
+std::vector<const OpaqueConfig*> configs_for(const ResourceClaim& claim, std::string_view driver,
+                                             const AllocationResult& result);
 
 // `text` quoted for an error message, cut to a readable length (claim fields are outside input).
 std::string quote_text(std::string_view text);

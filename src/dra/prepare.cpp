@@ -129,12 +129,7 @@ class Preparer {
     d.backing = *backing;
     d.gpu = &in_.inventory.gpus[backing->gpu];
     d.mig = backing->mig ? &d.gpu->mig_devices[*backing->mig] : nullptr;
-    d.config = config_for(claim_, in_.pool.driver, r);
-    if (d.config) {
-      auto decoded = decode(*d.config, d, r);
-      if (!decoded) return decoded.error();
-      d.sharing = decoded->sharing;
-    }
+    if (auto e = choose_config(d, r)) return *e;
 
     // One device may serve several requests (same device, same share): one answer entry.
     size_t index = devices_.size();
@@ -164,19 +159,31 @@ class Preparer {
     return std::nullopt;
   }
 
-  Result<DeviceConfig> decode(const OpaqueConfig& config, const ClaimDevice& d, const AllocationResult& r) {
+  // NVIDIA's choice: the highest-precedence config that fits the device. One for every request
+  // (a DeviceClass's, typically) whose kind is for the other device type is passed over; one that
+  // names this request must fit.
+  std::optional<Error> choose_config(ClaimDevice& d, const AllocationResult& r) {
     const std::string where = who_ + ": config for request " + quote_text(r.request) + ": ";
-    if (d.gpu->vendor != Vendor::Nvidia)
-      return Error::invalid(where + "driver " + in_.pool.driver + " takes no opaque configuration");
-    auto decoded = parse_device_config(config.parameters);
-    if (!decoded) return Error::invalid(where + decoded.error().message);
-    if (decoded->kind == DeviceConfig::Kind::Gpu && d.mig)
-      return Error::invalid(where + "GpuConfig cannot configure MIG device " + r.device + " (use MigDeviceConfig)");
-    if (decoded->kind == DeviceConfig::Kind::Mig && !d.mig)
-      return Error::invalid(where + "MigDeviceConfig cannot configure full GPU " + r.device + " (use GpuConfig)");
-    if (decoded->sharing.strategy == DeviceSharing::Strategy::Mps && d.mig)
-      return Error::invalid(where + "MPS on MIG device " + r.device + " is not supported by kgpu");
-    return decoded;
+    const auto candidates = configs_for(claim_, in_.pool.driver, r);
+    for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+      const OpaqueConfig& config = **it;
+      if (d.gpu->vendor != Vendor::Nvidia)
+        return Error::invalid(where + "driver " + in_.pool.driver + " takes no opaque configuration");
+      auto decoded = parse_device_config(config.parameters);
+      if (!decoded) return Error::invalid(where + decoded.error().message);
+      const bool fits = (decoded->kind == DeviceConfig::Kind::Mig) == (d.mig != nullptr);
+      if (!fits && config.requests.empty()) continue;
+      if (decoded->kind == DeviceConfig::Kind::Gpu && d.mig)
+        return Error::invalid(where + "GpuConfig cannot configure MIG device " + r.device + " (use MigDeviceConfig)");
+      if (decoded->kind == DeviceConfig::Kind::Mig && !d.mig)
+        return Error::invalid(where + "MigDeviceConfig cannot configure full GPU " + r.device + " (use GpuConfig)");
+      if (decoded->sharing.strategy == DeviceSharing::Strategy::Mps && d.mig)
+        return Error::invalid(where + "MPS on MIG device " + r.device + " is not supported by kgpu");
+      d.config = &config;
+      d.sharing = decoded->sharing;
+      return std::nullopt;
+    }
+    return std::nullopt;
   }
 
   std::string cdi_device_name(const std::string& device) const { return claim_.ref.uid + "-" + device; }

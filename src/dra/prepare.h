@@ -75,8 +75,9 @@ struct PrepareInputs {
 
 // Errors (Error::invalid unless said): an unsafe claim UID (it names a file and CDI devices), the
 // claim not allocated or without devices of the pool (see results_for), a device the pool does not
-// publish (named), a device allocated twice to the claim without a share ID, an opaque config
-// that does not decode, does not match the device type (GpuConfig on a MIG device) or asks for
+// publish (named), one device configured for two kinds of sharing, an opaque config that does
+// not decode, that names the request but is for another device type (GpuConfig on a MIG device;
+// one for every request is passed over instead, as NVIDIA's driver does), or that asks for
 // what kgpu cannot do (MPS on MIG devices, MPS without --mps-root, limits for a device the claim
 // does not hold, a pinned limit above the device's memory, two thread percentages in one claim).
 Result<Preparation> prepare_claim(const ResourceClaim& claim, const PrepareInputs& inputs);

@@ -137,12 +137,16 @@ TEST(DraClaimParse, ClaimConfigsOverrideClassConfigsAndLaterEntriesWin) {
       opaque_config({{"n", 4}}, {"a"}, "FromClaim", "other.example.com"),
   });
   const ResourceClaim c = parse(claim_json("uid-1", {{"a/x", "gpu-0"}, {"b", "gpu-1"}}, configs));
-  const OpaqueConfig* a = config_for(c, "gpu.nvidia.com", c.results[0]);
-  const OpaqueConfig* b = config_for(c, "gpu.nvidia.com", c.results[1]);
-  ASSERT_TRUE(a && b);
-  EXPECT_EQ(a->parameters["n"], 1);  // the claim's config beats the class's, though listed first
-  EXPECT_EQ(b->parameters["n"], 3);  // the later claim config for "b"
-  EXPECT_EQ(config_for(c, "gpu.amd.com", c.results[0]), nullptr);
+  auto params = [](const std::vector<const OpaqueConfig*>& list) {
+    std::vector<int> out;
+    for (const auto* config : list) out.push_back(config->parameters["n"].get<int>());
+    return out;
+  };
+  // Class configs first (lowest), then the claim's in API order; only those naming the request or
+  // none, only this driver's.
+  EXPECT_EQ(params(configs_for(c, "gpu.nvidia.com", c.results[0])), (std::vector<int>{2, 1}));
+  EXPECT_EQ(params(configs_for(c, "gpu.nvidia.com", c.results[1])), (std::vector<int>{2, 1, 3}));
+  EXPECT_TRUE(configs_for(c, "gpu.amd.com", c.results[0]).empty());
 }
 
 }  // namespace

@@ -187,6 +187,19 @@ TEST(DraPrepare, TimeSlicingIsRecordedPerGpuForTheCaller) {
   EXPECT_FALSE(p.claim.mps);
 }
 
+TEST(DraPrepare, ConfigsForEveryRequestPassOverDevicesOfTheOtherType) {
+  // A DeviceClass's GpuConfig reaches every request of the claim, its MIG device included; as in
+  // NVIDIA's driver the MIG device passes over it (to the claim's MigDeviceConfig), the GPU takes it.
+  Node n;
+  const json configs = json::array({
+      opaque_config(gpu_sharing({{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Short"}}}}), {}, "FromClass"),
+      opaque_config(gpu_sharing({{"strategy", "TimeSlicing"}}, "MigDeviceConfig")),
+  });
+  const Preparation p =
+      n.ok(claim_json(kUid, {{"g", gpu_name(n.inventory, 2)}, {"m", mig_name(n.inventory, 0, 1)}}, configs));
+  EXPECT_EQ(p.claim.time_slicing, (std::vector<TimeSliceSetting>{{n.inventory.gpus[2].uuid, TimeSliceInterval::Short}}));
+}
+
 TEST(DraPrepare, MpsGivesADaemonAndClientEditsLikeTheDevicePluginPath) {
   Node n;
   const json mps = gpu_sharing({{"strategy", "MPS"},
@@ -222,7 +235,7 @@ TEST(DraPrepare, ConfigsKgpuCannotHonourAreErrors) {
   Node n;
   const std::string gpu = gpu_name(n.inventory, 1), mig = mig_name(n.inventory, 0, 0);
   auto with = [&](const std::string& device, const json& parameters) {
-    return claim_json(kUid, {{"r", device}}, json::array({opaque_config(parameters)}));
+    return claim_json(kUid, {{"r", device}}, json::array({opaque_config(parameters, {"r"})}));
   };
   const json mps = gpu_sharing({{"strategy", "MPS"}});
   EXPECT_NE(n.error(with(mig, mps)).find("GpuConfig cannot configure MIG device"), std::string::npos);
