@@ -55,6 +55,10 @@ json common_edits(const Config& config, const Inventory& inventory, const Driver
 
 }  // namespace
 
+json nvidia_common_cdi_edits(const Config& config, const Inventory& inventory, const DriverFiles& files) {
+  return common_edits(config, inventory, files);
+}
+
 json build_cdi_spec(const Config& config, const Inventory& inventory, const DriverFiles& files) {
   json devices = json::array();
   std::vector<std::string> all_nodes;

@@ -24,4 +24,8 @@ inline constexpr const char* kCdiCurrentFormat = "0.8.0";
 // under nvidia_driver_root.
 nlohmann::json build_cdi_spec(const Config& config, const Inventory& inventory, const DriverFiles& files);
 
+// The common containerEdits of that spec alone, for specs built elsewhere (DRA's per-claim specs)
+// that must hand containers the same driver files, control nodes and hooks.
+nlohmann::json nvidia_common_cdi_edits(const Config& config, const Inventory& inventory, const DriverFiles& files);
+
 }  // namespace kgpu

@@ -1,0 +1,135 @@
+#include "dra/claim_checkpoint.h"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+namespace kgpu::dra {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kKind = "KgpuPreparedClaims";
+constexpr const char* kChecksumPrefix = "fnv1a64:";
+
+std::string checksum(const std::string& text) {
+  // FNV-1a, 64 bit: detects truncation and edits (not an attacker, who could write any file here).
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return std::string(kChecksumPrefix) + hex;
+}
+
+json to_json(const PreparedClaim& c) {
+  json devices = json::array();
+  for (const auto& d : c.devices) {
+    json j = {{"requests", d.requests},
+              {"pool", d.pool},
+              {"device", d.device},
+              {"cdiDeviceIDs", d.cdi_device_ids},
+              {"adminAccess", d.admin_access}};
+    if (d.share_id) j["shareID"] = *d.share_id;
+    devices.push_back(std::move(j));
+  }
+  json slicing = json::array();
+  for (const auto& t : c.time_slicing)
+    slicing.push_back({{"gpuUUID", t.gpu_uuid}, {"interval", to_string(t.interval)}});
+  json out = {{"uid", c.ref.uid},
+              {"namespace", c.ref.ns},
+              {"name", c.ref.name},
+              {"driver", c.driver},
+              {"cdiSpecFile", c.cdi_spec_file},
+              {"devices", devices},
+              {"timeSlicing", slicing}};
+  if (c.mps)
+    out["mps"] = {{"resource", c.mps->resource},
+                  {"pipeDir", c.mps->pipe_dir},
+                  {"logDir", c.mps->log_dir},
+                  {"readyMarker", c.mps->ready_marker},
+                  {"commands", c.mps->commands}};
+  return out;
+}
+
+// Our own file, guarded by its checksum; still read without trusting it: a wrong type becomes
+// nlohmann's type_error, caught at the one entry point below and turned into an Error.
+PreparedClaim from_json(const json& j) {
+  PreparedClaim c;
+  c.ref = {j.at("uid").get<std::string>(), j.at("namespace").get<std::string>(), j.at("name").get<std::string>()};
+  c.driver = j.at("driver").get<std::string>();
+  c.cdi_spec_file = j.at("cdiSpecFile").get<std::string>();
+  for (const auto& d : j.at("devices")) {
+    PreparedDevice p;
+    p.requests = d.at("requests").get<std::vector<std::string>>();
+    p.pool = d.at("pool").get<std::string>();
+    p.device = d.at("device").get<std::string>();
+    p.cdi_device_ids = d.at("cdiDeviceIDs").get<std::vector<std::string>>();
+    p.admin_access = d.at("adminAccess").get<bool>();
+    if (d.contains("shareID")) p.share_id = d.at("shareID").get<std::string>();
+    c.devices.push_back(std::move(p));
+  }
+  for (const auto& t : j.at("timeSlicing")) {
+    TimeSliceSetting s{t.at("gpuUUID").get<std::string>(), TimeSliceInterval::Default};
+    const auto name = t.at("interval").get<std::string>();
+    for (auto i : {TimeSliceInterval::Default, TimeSliceInterval::Short, TimeSliceInterval::Medium,
+                   TimeSliceInterval::Long})
+      if (name == to_string(i)) s.interval = i;
+    c.time_slicing.push_back(std::move(s));
+  }
+  if (j.contains("mps")) {
+    const json& m = j.at("mps");
+    MpsDaemonSpec spec;
+    spec.resource = m.at("resource").get<std::string>();
+    spec.pipe_dir = m.at("pipeDir").get<std::string>();
+    spec.log_dir = m.at("logDir").get<std::string>();
+    spec.ready_marker = m.at("readyMarker").get<std::string>();
+    spec.commands = m.at("commands").get<std::vector<std::string>>();
+    c.mps = std::move(spec);
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string checkpoint_text(const Checkpoint& checkpoint) {
+  json claims = json::array();
+  for (const auto& c : checkpoint.claims) claims.push_back(to_json(c));
+  // Claim fields came from the API server as valid UTF-8; replace keeps dump() total anyway.
+  const std::string claims_text = claims.dump(-1, ' ', false, json::error_handler_t::replace);
+  json doc = {{"kind", kKind},
+              {"version", kCheckpointVersion},
+              {"bootID", checkpoint.boot_id},
+              {"checksum", checksum(claims_text)},
+              {"claims", claims}};
+  return doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+Result<Checkpoint> parse_checkpoint(std::string_view text) {
+  if (text.size() > kMaxCheckpointBytes)
+    return Error::invalid("checkpoint is larger than " + std::to_string(kMaxCheckpointBytes) + " bytes");
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Error::invalid("checkpoint is not a JSON object");
+  try {
+    if (doc.value("kind", "") != kKind) return Error::invalid("checkpoint kind is not " + std::string(kKind));
+    const json& version = doc.at("version");
+    if (!version.is_number_integer() || version.get<int64_t>() != kCheckpointVersion)
+      return Error::invalid("checkpoint version " + version.dump() + " is not " + std::to_string(kCheckpointVersion));
+    const json& claims = doc.at("claims");
+    if (!claims.is_array()) return Error::invalid("checkpoint claims is not an array");
+    const std::string expected = doc.at("checksum").get<std::string>();
+    if (checksum(claims.dump(-1, ' ', false, json::error_handler_t::replace)) != expected)
+      return Error::invalid("checkpoint checksum does not match its content (cut short or edited)");
+    Checkpoint out;
+    out.boot_id = doc.at("bootID").get<std::string>();
+    for (const auto& c : claims) out.claims.push_back(from_json(c));
+    return out;
+  } catch (const json::exception& e) {
+    return Error::invalid(std::string("checkpoint field missing or of the wrong type: ") + e.what());
+  }
+}
+
+}  // namespace kgpu::dra

@@ -1,0 +1,35 @@
+#pragma once
+// The prepared-claims checkpoint as text: what must survive a daemon restart between prepare and
+// unprepare (the kubelet's answer per claim, the claim's CDI spec file, the sharing to undo) and
+// the boot it was written in. Pure; the claim store reads and writes the file.
+//
+//   {"kind": "KgpuPreparedClaims", "version": 1, "bootID": "...", "checksum": "fnv1a64:<hex>",
+//    "claims": [{"uid", "namespace", "name", "driver", "cdiSpecFile", "devices": [...],
+//                "timeSlicing": [...], "mps": {...}}]}
+// The checksum covers the compact dump of "claims": a file cut short or edited by hand is refused
+// whole rather than half-trusted.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "dra/prepare.h"
+
+namespace kgpu::dra {
+
+inline constexpr int kCheckpointVersion = 1;
+inline constexpr size_t kMaxCheckpointBytes = size_t{64} << 20;
+
+struct Checkpoint {
+  std::string boot_id;  // empty: unknown when written
+  std::vector<PreparedClaim> claims;
+  bool operator==(const Checkpoint&) const = default;
+};
+
+std::string checkpoint_text(const Checkpoint& checkpoint);
+
+// Errors (Error::invalid) say what is wrong: not JSON, another kind or version, a checksum
+// mismatch, a field of the wrong type.
+Result<Checkpoint> parse_checkpoint(std::string_view text);
+
+}  // namespace kgpu::dra

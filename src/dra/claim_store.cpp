@@ -1,0 +1,199 @@
+#include "dra/claim_store.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "cdi/spec_writer.h"
+#include "core/safe_file.h"
+#include "dra/claim_checkpoint.h"
+
+namespace kgpu::dra {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string describe(const ClaimRef& ref) { return "ResourceClaim " + ref.ns + "/" + ref.name + " (" + ref.uid + ")"; }
+
+bool regular_file_exists(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(fs::symlink_status(path, ec));
+}
+
+// Removes the file at `path` (never what a link points to); a missing file is fine.
+Status remove_file(const std::string& path) {
+  std::error_code ec;
+  fs::remove(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return Error::unavailable("cannot remove " + path + ": " + ec.message());
+  return ok_status();
+}
+
+}  // namespace
+
+std::string read_boot_id(const std::string& proc_root) {
+  auto text = read_regular_file((fs::path(proc_root) / "sys/kernel/random/boot_id").string(), kAttributeFileLimit);
+  if (!text) return "";
+  std::string id = *text;
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
+ClaimStore::ClaimStore(ClaimStoreOptions options, ClaimFetch fetch)
+    : options_(std::move(options)), fetch_(std::move(fetch)) {
+  load();
+}
+
+void ClaimStore::load() {
+  auto text = read_regular_file(options_.checkpoint_path, kMaxCheckpointBytes, FollowLinks::No);
+  if (!text) {
+    if (text.error().code != Error::Code::NotFound)
+      warnings_.push_back("DRA checkpoint " + options_.checkpoint_path + " cannot be read (" + text.error().message +
+                          "); starting with no prepared claims");
+    return;
+  }
+  auto checkpoint = parse_checkpoint(*text);
+  if (!checkpoint) {
+    warnings_.push_back("DRA checkpoint " + options_.checkpoint_path + " is corrupt (" + checkpoint.error().message +
+                        "); starting with no prepared claims");
+    return;
+  }
+  if (!options_.boot_id.empty() && !checkpoint->boot_id.empty() && checkpoint->boot_id != options_.boot_id) {
+    warnings_.push_back("DRA checkpoint " + options_.checkpoint_path + " was written before the node rebooted (boot " +
+                        checkpoint->boot_id + ", now " + options_.boot_id + "); its " +
+                        std::to_string(checkpoint->claims.size()) + " prepared claims are dropped");
+    return;
+  }
+  for (auto& c : checkpoint->claims) {
+    if (!is_safe_claim_uid(c.ref.uid) || c.driver != options_.driver) {
+      warnings_.push_back("DRA checkpoint " + options_.checkpoint_path + ": entry for claim " + quote_text(c.ref.uid) +
+                          " of driver " + quote_text(c.driver) + " is not this driver's; dropped");
+      continue;
+    }
+    std::string uid = c.ref.uid;
+    claims_.emplace(std::move(uid), std::move(c));
+  }
+}
+
+void ClaimStore::set_devices(std::shared_ptr<const NodeDevices> devices) {
+  std::lock_guard lock(mu_);
+  devices_ = std::move(devices);
+}
+
+std::string ClaimStore::spec_path(const std::string& file) const { return (fs::path(options_.cdi_dir) / file).string(); }
+
+Status ClaimStore::save_locked() const {
+  Checkpoint checkpoint{options_.boot_id, {}};
+  for (const auto& [uid, c] : claims_) checkpoint.claims.push_back(c);
+  std::error_code ec;
+  const fs::path dir = fs::path(options_.checkpoint_path).parent_path();
+  if (!dir.empty()) fs::create_directories(dir, ec);
+  if (ec) return Error::unavailable("cannot create the DRA checkpoint folder " + dir.string() + ": " + ec.message());
+  if (auto st = write_file_atomically(options_.checkpoint_path, checkpoint_text(checkpoint), 0600); !st)
+    return Error::unavailable("cannot write the DRA checkpoint: " + st.error().message);
+  return ok_status();
+}
+
+std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& claim) const {
+  for (const auto& mine : claim.devices)
+    for (const auto& [uid, other] : claims_) {
+      if (uid == claim.ref.uid) continue;
+      for (const auto& theirs : other.devices) {
+        if (theirs.pool != mine.pool || theirs.device != mine.device) continue;
+        if (mine.admin_access || theirs.admin_access) continue;  // admins may look at devices in use
+        if (mine.share_id && theirs.share_id && *mine.share_id != *theirs.share_id) continue;
+        return "device " + mine.device + " is already prepared for " + describe(other.ref);
+      }
+    }
+  return std::nullopt;
+}
+
+Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
+  if (!is_safe_claim_uid(ref.uid)) return Error::invalid("claim UID " + quote_text(ref.uid) + " is not a Kubernetes UID");
+  std::shared_ptr<const NodeDevices> devices;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = claims_.find(ref.uid); it != claims_.end()) {
+      const PreparedClaim& known = it->second;
+      if (known.ref != ref)
+        return Error::precondition("claim UID " + ref.uid + " was prepared as " + describe(known.ref) +
+                                   ", now asked for as " + describe(ref));
+      // Idempotent: the same answer, nothing written, unless the spec file went missing.
+      if (regular_file_exists(spec_path(known.cdi_spec_file))) return known;
+    }
+    devices = devices_;
+  }
+  if (!devices) return Error::unavailable("DRA: no devices known yet; cannot prepare " + describe(ref));
+
+  // The API-server round trip runs without the lock: other claims are prepared meanwhile.
+  auto text = fetch_(ref.ns, ref.name);
+  if (!text) return Error{text.error().code, "fetching " + describe(ref) + ": " + text.error().message};
+  auto claim = parse_resource_claim(*text);
+  if (!claim) return Error::invalid("fetched " + describe(ref) + ": " + claim.error().message);
+  if (claim->ref.uid != ref.uid)
+    return Error::precondition("fetched " + ref.ns + "/" + ref.name + " has UID " + quote_text(claim->ref.uid) +
+                               ", not " + ref.uid + " (deleted and created again?)");
+  const PrepareInputs inputs{devices->config, devices->inventory, devices->pool,
+                             devices->driver_files ? &*devices->driver_files : nullptr};
+  auto prepared = prepare_claim(*claim, inputs);
+  if (!prepared) return prepared.error();
+  PreparedClaim& result = prepared->claim;
+  result.ref = ref;
+
+  std::lock_guard lock(mu_);
+  if (auto it = claims_.find(ref.uid); it != claims_.end() && it->second == result &&
+                                        regular_file_exists(spec_path(result.cdi_spec_file)))
+    return it->second;  // a concurrent call prepared it meanwhile
+  if (auto conflict = conflict_locked(result))
+    return Error::precondition("cannot prepare " + describe(ref) + ": " + *conflict);
+
+  std::error_code ec;
+  fs::create_directories(options_.cdi_dir, ec);
+  if (ec) return Error::unavailable("cannot create CDI spec folder " + options_.cdi_dir + ": " + ec.message());
+  const std::string path = spec_path(result.cdi_spec_file);
+  if (auto st = write_file_atomically(path, cdi_spec_text(prepared->cdi_spec), 0644); !st)
+    return Error::unavailable("cannot write CDI spec for " + describe(ref) + ": " + st.error().message);
+
+  std::optional<PreparedClaim> previous;
+  if (auto it = claims_.find(ref.uid); it != claims_.end()) previous = it->second;
+  claims_[ref.uid] = result;
+  if (auto st = save_locked(); !st) {
+    // Not recorded means not prepared: leave no spec behind that nothing would remove.
+    if (previous) claims_[ref.uid] = *previous;
+    else {
+      claims_.erase(ref.uid);
+      (void)remove_file(path);
+    }
+    return Error::unavailable("cannot prepare " + describe(ref) + ": " + st.error().message);
+  }
+  return result;
+}
+
+Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& uid) {
+  if (!is_safe_claim_uid(uid)) return Error::invalid("claim UID " + quote_text(uid) + " is not a Kubernetes UID");
+  std::lock_guard lock(mu_);
+  auto it = claims_.find(uid);
+  // The spec first: until the checkpoint forgets the claim, a failure anywhere leaves it recorded,
+  // so the kubelet's retry finds it again (and a repeated prepare writes the spec back).
+  const std::string file = it != claims_.end() ? it->second.cdi_spec_file : claim_cdi_spec_file(options_.driver, uid);
+  if (auto st = remove_file(spec_path(file)); !st)
+    return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
+  if (it == claims_.end()) return std::optional<PreparedClaim>();
+  std::optional<PreparedClaim> released = std::move(it->second);
+  claims_.erase(it);
+  if (auto st = save_locked(); !st) {
+    claims_.emplace(uid, *released);
+    return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
+  }
+  return released;
+}
+
+std::vector<PreparedClaim> ClaimStore::prepared() const {
+  std::lock_guard lock(mu_);
+  std::vector<PreparedClaim> out;
+  out.reserve(claims_.size());
+  for (const auto& [uid, c] : claims_) out.push_back(c);
+  return out;
+}
+
+}  // namespace kgpu::dra

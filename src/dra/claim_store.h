@@ -1,0 +1,94 @@
+#pragma once
+// The DRA prepare/unprepare manager behind NodePrepareResources / NodeUnprepareResources, for one
+// driver: idempotent, thread-safe (the kubelet may call concurrently, and calls again after its own
+// restart), and checkpointed on disk so that a daemon restart between prepare and unprepare loses
+// nothing.
+//  - prepare(ref): a claim prepared before gets the same answer without fetching or writing
+//    anything (a missing CDI spec file, e.g. a cleared /var/run/cdi, is written again). Otherwise:
+//    fetch the claim (injected: the API-server GET), check its UID, prepare_claim(), refuse a
+//    device already prepared for another claim (unless either is admin access or both are
+//    consumable-capacity shares), write the claim's CDI spec, then the checkpoint.
+//  - unprepare(uid): remove the claim's CDI spec file, then forget the claim in the checkpoint (a
+//    failure in between leaves it recorded for the kubelet's retry); an unknown UID is fine (the
+//    kubelet retries and cleans up after restarts), and its spec file is removed too in case a
+//    crash left one behind.
+// The sharing a prepared claim needs (time-slice settings, an MPS daemon) is returned to the
+// caller, who applies it on prepare and undoes it with what unprepare returns.
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cdi/driver_files.h"
+#include "config/config.h"
+#include "core/inventory.h"
+#include "core/result.h"
+#include "dra/claim.h"
+#include "dra/dra_device.h"
+#include "dra/prepare.h"
+
+namespace kgpu::dra {
+
+// GET /apis/resource.k8s.io/<version>/namespaces/<ns>/resourceclaims/<name>: the body, or an error.
+using ClaimFetch = std::function<Result<std::string>(const std::string& ns, const std::string& name)>;
+
+// What prepare reads about the node, replaced whole by the daemon whenever the inventory, health or
+// config changes (a prepare in flight keeps the snapshot it started with).
+struct NodeDevices {
+  Config config;
+  Inventory inventory;
+  DriverPool pool;  // this manager's driver; pool name = node name
+  std::optional<DriverFiles> driver_files;
+};
+
+struct ClaimStoreOptions {
+  std::string driver;           // "gpu.nvidia.com"
+  std::string checkpoint_path;  // e.g. /var/lib/kubelet/plugins/gpu.nvidia.com/kgpu-claims.json
+  std::string cdi_dir;          // e.g. /var/run/cdi
+  // /proc/sys/kernel/random/boot_id as read by the caller; a checkpoint from another boot is
+  // dropped (devices were reset; /var/run/cdi is gone with the tmpfs). Empty: not checked.
+  std::string boot_id;
+};
+
+// The Linux boot ID (<proc_root>/sys/kernel/random/boot_id, trimmed) for ClaimStoreOptions::boot_id;
+// empty when it cannot be read (the checkpoint is then kept whatever boot wrote it).
+std::string read_boot_id(const std::string& proc_root);
+
+class ClaimStore {
+ public:
+  // Loads the checkpoint. Missing: empty. Unreadable, corrupt or from another boot: empty, with a
+  // warning naming the path and the cause in startup_warnings() (the daemon logs them and serves).
+  ClaimStore(ClaimStoreOptions options, ClaimFetch fetch);
+
+  void set_devices(std::shared_ptr<const NodeDevices> devices);
+
+  // Errors keep their Error::Code: unavailable (no devices yet, the fetch failed, a file could not
+  // be written), precondition (UID mismatch, claim not allocated, device held by another claim),
+  // invalid (everything prepare_claim refuses).
+  Result<PreparedClaim> prepare(const ClaimRef& ref);
+
+  // The claim that was released (nullopt: it was not prepared), so the caller can undo its sharing.
+  Result<std::optional<PreparedClaim>> unprepare(const std::string& uid);
+
+  std::vector<PreparedClaim> prepared() const;  // in UID order
+  const std::vector<std::string>& startup_warnings() const { return warnings_; }
+
+ private:
+  void load();
+  Status save_locked() const;
+  std::string spec_path(const std::string& file) const;
+  std::optional<std::string> conflict_locked(const PreparedClaim& claim) const;
+
+  const ClaimStoreOptions options_;
+  const ClaimFetch fetch_;
+  std::vector<std::string> warnings_;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const NodeDevices> devices_;
+  std::map<std::string, PreparedClaim> claims_;  // by UID
+};
+
+}  // namespace kgpu::dra

@@ -1,0 +1,350 @@
+// prepare_claim(): allocation results -> inventory devices -> CDI spec + kubelet answer + sharing.
+#include "dra/prepare.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "cdi/spec_builder.h"
+#include "core/resource_plan.h"
+#include "plan/device_edits.h"
+#include "plan/device_ids.h"
+#include "plan/mps_paths.h"
+#include "plan/nvidia_edits_cdi.h"
+#include "plan/nvidia_edits_nodes.h"
+
+namespace kgpu::dra {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxUidLength = 128;
+constexpr const char* kMpsResourcePrefix = "dra/";
+
+// One distinct device of the claim (several results may name it: requests sharing it, or
+// consumable-capacity shares with their own share IDs).
+struct ClaimDevice {
+  const DraDevice* published = nullptr;
+  BackingDevice backing;
+  const Gpu* gpu = nullptr;
+  const MigDevice* mig = nullptr;
+  DeviceSharing sharing;
+  const OpaqueConfig* config = nullptr;  // where `sharing` came from; null: none applies
+};
+
+std::optional<BackingDevice> locate(const Inventory& inventory, const std::string& uuid) {
+  for (size_t g = 0; g < inventory.gpus.size(); ++g) {
+    const Gpu& gpu = inventory.gpus[g];
+    if (gpu.uuid == uuid) return BackingDevice{g, std::nullopt};
+    for (size_t m = 0; m < gpu.mig_devices.size(); ++m)
+      if (gpu.mig_devices[m].uuid == uuid) return BackingDevice{g, m};
+  }
+  return std::nullopt;
+}
+
+std::string join(const std::vector<std::string>& parts, char separator) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += separator;
+    out += p;
+  }
+  return out;
+}
+
+json cdi_edits(const ContainerEdits& e) {
+  json out = json::object();
+  if (!e.envs.empty()) {
+    json env = json::array();
+    for (const auto& [k, v] : e.envs) env.push_back(k + "=" + v);
+    out["env"] = env;
+  }
+  if (!e.devices.empty()) {
+    json nodes = json::array();
+    for (const auto& d : e.devices)
+      nodes.push_back({{"path", d.container_path}, {"hostPath", d.host_path}, {"permissions", d.permissions}});
+    out["deviceNodes"] = nodes;
+  }
+  if (!e.mounts.empty()) {
+    json mounts = json::array();
+    for (const auto& m : e.mounts)
+      mounts.push_back({{"hostPath", m.host_path},
+                        {"containerPath", m.container_path},
+                        {"options", json::array({m.read_only ? "ro" : "rw", "nosuid", "nodev", "bind"})}});
+    out["mounts"] = mounts;
+  }
+  return out;
+}
+
+// Appends `extra` (cdi_edits form) to `edits`: lists are concatenated.
+void append_edits(json& edits, const json& extra) {
+  for (const char* key : {"env", "deviceNodes", "mounts", "hooks"}) {
+    auto it = extra.find(key);
+    if (it == extra.end()) continue;
+    json& list = edits[key];
+    if (!list.is_array()) list = json::array();
+    for (const auto& item : *it) list.push_back(item);
+  }
+}
+
+class Preparer {
+ public:
+  Preparer(const ResourceClaim& claim, const PrepareInputs& in)
+      : claim_(claim), in_(in), who_("ResourceClaim " + claim.ref.ns + "/" + claim.ref.name + " (" + claim.ref.uid + ")") {}
+
+  Result<Preparation> run() {
+    if (!is_safe_claim_uid(claim_.ref.uid))
+      return Error::invalid("claim UID " + quote_text(claim_.ref.uid) + " is not 1 to 128 letters, digits and dashes");
+    auto results = results_for(claim_, in_.pool.driver, in_.pool.pool);
+    if (!results) return results.error();
+    for (const auto& r : *results)
+      if (auto e = add_result(r)) return *e;
+
+    Preparation out;
+    out.claim.ref = claim_.ref;
+    out.claim.driver = in_.pool.driver;
+    out.claim.cdi_spec_file = claim_cdi_spec_file(in_.pool.driver, claim_.ref.uid);
+    out.claim.devices = std::move(answer_);
+    if (auto e = add_sharing(out.claim)) return *e;
+    out.cdi_spec = spec(out.claim);
+    return out;
+  }
+
+ private:
+  std::optional<Error> add_result(const AllocationResult& r) {
+    auto it = std::find_if(in_.pool.devices.begin(), in_.pool.devices.end(),
+                           [&](const DraDevice& d) { return d.name == r.device; });
+    if (it == in_.pool.devices.end())
+      return Error::invalid(who_ + ": device " + quote_text(r.device) + " (request " + quote_text(r.request) +
+                            ") is not published by this node in pool " + quote_text(in_.pool.pool) +
+                            " (unhealthy, removed, or never one of kgpu's devices)");
+    const AttributeValue* uuid = it->attribute("uuid");
+    const std::string* uuid_text = uuid ? std::get_if<std::string>(uuid) : nullptr;
+    auto backing = uuid_text ? locate(in_.inventory, *uuid_text) : std::nullopt;
+    if (!backing)
+      return Error::internal(who_ + ": published device " + r.device + " is missing from the inventory");
+
+    ClaimDevice d;
+    d.published = &*it;
+    d.backing = *backing;
+    d.gpu = &in_.inventory.gpus[backing->gpu];
+    d.mig = backing->mig ? &d.gpu->mig_devices[*backing->mig] : nullptr;
+    if (auto e = choose_config(d, r)) return *e;
+
+    // One device may serve several requests (same device, same share): one answer entry.
+    size_t index = devices_.size();
+    for (size_t i = 0; i < devices_.size(); ++i)
+      if (devices_[i].published == d.published) index = i;
+    if (index == devices_.size()) {
+      devices_.push_back(d);
+    } else if (devices_[index].sharing != d.sharing) {
+      return Error::invalid(who_ + ": device " + r.device + " is configured for two different kinds of sharing");
+    }
+    auto entry = std::find_if(answer_.begin(), answer_.end(), [&](const PreparedDevice& p) {
+      return p.device == r.device && p.share_id == r.share_id;
+    });
+    if (entry == answer_.end()) {
+      PreparedDevice p;
+      p.pool = r.pool;
+      p.device = r.device;
+      p.share_id = r.share_id;
+      p.cdi_device_ids = {qualified_cdi_name(claim_cdi_kind(in_.pool.driver), cdi_device_name(r.device))};
+      answer_.push_back(std::move(p));
+      entry = answer_.end() - 1;
+    }
+    entry->admin_access = entry->admin_access || r.admin_access;
+    const std::string base = r.base_request();
+    if (std::find(entry->requests.begin(), entry->requests.end(), base) == entry->requests.end())
+      entry->requests.push_back(base);
+    return std::nullopt;
+  }
+
+  // NVIDIA's choice: the highest-precedence config that fits the device. One for every request
+  // (a DeviceClass's, typically) whose kind is for the other device type is passed over; one that
+  // names this request must fit.
+  std::optional<Error> choose_config(ClaimDevice& d, const AllocationResult& r) {
+    const std::string where = who_ + ": config for request " + quote_text(r.request) + ": ";
+    const auto candidates = configs_for(claim_, in_.pool.driver, r);
+    for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
+      const OpaqueConfig& config = **it;
+      if (d.gpu->vendor != Vendor::Nvidia)
+        return Error::invalid(where + "driver " + in_.pool.driver + " takes no opaque configuration");
+      auto decoded = parse_device_config(config.parameters);
+      if (!decoded) return Error::invalid(where + decoded.error().message);
+      const bool fits = (decoded->kind == DeviceConfig::Kind::Mig) == (d.mig != nullptr);
+      if (!fits && config.requests.empty()) continue;
+      if (decoded->kind == DeviceConfig::Kind::Gpu && d.mig)
+        return Error::invalid(where + "GpuConfig cannot configure MIG device " + r.device + " (use MigDeviceConfig)");
+      if (decoded->kind == DeviceConfig::Kind::Mig && !d.mig)
+        return Error::invalid(where + "MigDeviceConfig cannot configure full GPU " + r.device + " (use GpuConfig)");
+      if (decoded->sharing.strategy == DeviceSharing::Strategy::Mps && d.mig)
+        return Error::invalid(where + "MPS on MIG device " + r.device + " is not supported by kgpu");
+      d.config = &config;
+      d.sharing = decoded->sharing;
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  std::string cdi_device_name(const std::string& device) const { return claim_.ref.uid + "-" + device; }
+
+  // Time-slice settings for the caller to apply, and the claim's MPS daemon and client edits.
+  std::optional<Error> add_sharing(PreparedClaim& out) {
+    std::vector<const ClaimDevice*> mps;
+    for (const auto& d : devices_) {
+      if (d.sharing.strategy == DeviceSharing::Strategy::TimeSlicing && !d.mig) {
+        const TimeSliceSetting s{d.gpu->uuid, d.sharing.interval};
+        if (std::find(out.time_slicing.begin(), out.time_slicing.end(), s) == out.time_slicing.end())
+          out.time_slicing.push_back(s);
+      }
+      if (d.sharing.strategy == DeviceSharing::Strategy::Mps) mps.push_back(&d);
+    }
+    if (mps.empty()) return std::nullopt;
+    if (in_.config.mps_root.empty())
+      return Error::invalid(who_ + " asks for MPS sharing, but kgpu runs without --mps-root");
+
+    std::optional<int> percentage;
+    std::map<size_t, uint64_t> pinned;  // by position in Inventory::gpus
+    for (const ClaimDevice* d : mps) {
+      const MpsConfig& c = d->sharing.mps;
+      if (c.active_thread_percentage) {
+        if (percentage && *percentage != *c.active_thread_percentage)
+          return Error::invalid(who_ + " asks for two MPS active thread percentages (" + std::to_string(*percentage) +
+                                " and " + std::to_string(*c.active_thread_percentage) + "); one claim has one MPS daemon");
+        percentage = c.active_thread_percentage;
+      }
+      if (c.pinned_memory_bytes) pinned[d->backing.gpu] = *c.pinned_memory_bytes;
+    }
+    // Per-device limits name a GPU of the claim by NVML index or UUID; they override the default.
+    for (const ClaimDevice* d : mps)
+      for (const auto& limit : d->sharing.mps.per_device_pinned) {
+        const std::string& key = limit.first;  // a plain name: clang 14 cannot capture bindings
+        auto target = std::find_if(mps.begin(), mps.end(), [&](const ClaimDevice* m) {
+          return m->gpu->uuid == key || std::to_string(m->gpu->index) == key;
+        });
+        if (target == mps.end())
+          return Error::invalid(who_ + ": defaultPerDevicePinnedMemoryLimit names " + quote_text(key) +
+                                ", which is not an MPS-shared GPU of this claim (give its index or UUID)");
+        pinned[(*target)->backing.gpu] = limit.second;
+      }
+    for (const auto& [g, bytes] : pinned) {
+      const Gpu& gpu = in_.inventory.gpus[g];
+      if (gpu.memory_bytes != 0 && bytes > gpu.memory_bytes)
+        return Error::invalid(who_ + ": MPS pinned memory limit of " + std::to_string(bytes) + " bytes for " +
+                              gpu.uuid + " exceeds its " + std::to_string(gpu.memory_bytes) + " bytes");
+    }
+
+    const std::string resource = kMpsResourcePrefix + claim_.ref.uid;
+    MpsDaemonSpec daemon;
+    daemon.resource = resource;
+    daemon.pipe_dir = mps_pipe_dir(in_.config.mps_root, resource);
+    daemon.log_dir = mps_log_dir(in_.config.mps_root, resource);
+    daemon.ready_marker = mps_ready_marker(in_.config.mps_root, resource);
+    for (const auto& [g, bytes] : pinned)
+      daemon.commands.push_back("set_default_device_pinned_mem_limit " + std::to_string(in_.inventory.gpus[g].index) +
+                                " " + std::to_string(bytes >> 20) + "M");
+    if (percentage) daemon.commands.push_back("set_default_active_thread_percentage " + std::to_string(*percentage));
+
+    // The client side, as kgpu's device-plugin MPS path sets it: the pipe, shared memory, and the
+    // limits with ordinals as CUDA inside the container enumerates the claim's GPUs (PCI order).
+    const std::string pipe = mps_container_pipe_dir(resource);
+    mps_edits_.envs["CUDA_MPS_PIPE_DIRECTORY"] = pipe;
+    mps_edits_.mounts.push_back({pipe, daemon.pipe_dir, false});
+    mps_edits_.mounts.push_back({"/dev/shm", mps_shm_dir(in_.config.mps_root), false});
+    if (percentage) mps_edits_.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(*percentage);
+    std::vector<size_t> order;
+    for (const auto& d : devices_)
+      if (!d.mig && d.gpu->vendor == Vendor::Nvidia) order.push_back(d.backing.gpu);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const Gpu &x = in_.inventory.gpus[a], &y = in_.inventory.gpus[b];
+      return std::tie(x.pci_bus_id, x.index) < std::tie(y.pci_bus_id, y.index);
+    });
+    std::vector<std::string> limits;
+    for (size_t ordinal = 0; ordinal < order.size(); ++ordinal)
+      if (auto it = pinned.find(order[ordinal]); it != pinned.end())
+        limits.push_back(std::to_string(ordinal) + "=" + std::to_string(it->second >> 20) + "M");
+    if (!limits.empty()) mps_edits_.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = join(limits, ',');
+    out.mps = std::move(daemon);
+    return std::nullopt;
+  }
+
+  json spec(const PreparedClaim& claim) const {
+    const Config& config = in_.config;
+    json devices = json::array();
+    std::vector<BackingDevice> nvidia, others;
+    std::vector<std::string> visible;
+    for (const auto& d : devices_) {
+      ContainerEdits own;
+      if (d.gpu->vendor == Vendor::Nvidia) {
+        nvidia.push_back(d.backing);
+        visible.push_back(d.mig ? mig_device_id(config, *d.gpu, *d.mig) : gpu_device_id(config, *d.gpu));
+        for (const auto& path : d.mig ? nvidia_mig_node_paths(*d.gpu, *d.mig) : nvidia_gpu_node_paths(*d.gpu))
+          own.devices.push_back({path, host_path_under(config.dev_root(), path), "rw"});
+      } else {
+        others.push_back(d.backing);
+        const ContainerEdits vendor = vendor_device_edits(config, in_.inventory, Resource{}, {d.backing});
+        own.devices = vendor.devices;
+        own.mounts = vendor.mounts;
+      }
+      devices.push_back({{"name", cdi_device_name(d.published->name)}, {"containerEdits", cdi_edits(own)}});
+    }
+
+    json common = json::object();
+    if (!nvidia.empty()) {
+      if (in_.driver_files) {
+        common = nvidia_common_cdi_edits(config, in_.inventory, *in_.driver_files);
+        common.erase("env");  // its NVIDIA_VISIBLE_DEVICES=void is for the device-plugin spec
+      } else {
+        ContainerEdits control;
+        for (const auto& path : nvidia_control_node_paths(in_.inventory))
+          control.devices.push_back({path, host_path_under(config.dev_root(), path), "rw"});
+        common = cdi_edits(control);
+      }
+      ContainerEdits env;
+      env.envs["NVIDIA_VISIBLE_DEVICES"] = join(visible, ',');
+      append_edits(common, cdi_edits(env));
+    }
+    if (!others.empty()) {
+      const ContainerEdits vendor = vendor_device_edits(config, in_.inventory, Resource{}, others);
+      ContainerEdits env;
+      env.envs = vendor.envs;
+      append_edits(common, cdi_edits(env));
+    }
+    if (claim.mps) append_edits(common, cdi_edits(mps_edits_));
+    // Assigned, not an initializer list, which would copy the (driver-file sized) edits.
+    json spec = json::object();
+    spec["cdiVersion"] = kCdiSpecVersion;
+    spec["kind"] = claim_cdi_kind(claim.driver);
+    spec["devices"] = std::move(devices);
+    spec["containerEdits"] = std::move(common);
+    return spec;
+  }
+
+  const ResourceClaim& claim_;
+  const PrepareInputs& in_;
+  const std::string who_;
+  std::vector<ClaimDevice> devices_;
+  std::vector<PreparedDevice> answer_;
+  ContainerEdits mps_edits_;
+};
+
+}  // namespace
+
+Result<Preparation> prepare_claim(const ResourceClaim& claim, const PrepareInputs& inputs) {
+  return Preparer(claim, inputs).run();
+}
+
+std::string claim_cdi_kind(const std::string& driver) { return "k8s." + driver + "/claim"; }
+
+std::string claim_cdi_spec_file(const std::string& driver, const std::string& claim_uid) {
+  return "kgpu-k8s." + driver + "-claim_" + claim_uid + ".json";
+}
+
+bool is_safe_claim_uid(const std::string& uid) {
+  if (uid.empty() || uid.size() > kMaxUidLength) return false;
+  return std::all_of(uid.begin(), uid.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+}  // namespace kgpu::dra

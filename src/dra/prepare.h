@@ -1,0 +1,93 @@
+#pragma once
+// Preparing a ResourceClaim for the containers that use it (DRA NodePrepareResources), pure: from
+// the parsed claim, the pool kgpu publishes, the inventory and the config, build
+//  - the per-claim CDI spec (kind "k8s.<driver>/claim", as NVIDIA's DRA driver: device
+//    "<claim UID>-<device name>" with the device's nodes; claim-wide edits: NVIDIA_VISIBLE_DEVICES
+//    for runtimes that read it instead of CDI, the driver files when known, MPS pipe and limits),
+//  - the answer the kubelet gets per device (pool, device, request names, CDI device IDs),
+//  - what sharing needs beyond container edits (a time-slice setting per GPU, an MPS daemon),
+//    recorded for the caller that owns the hardware: prepare itself touches nothing.
+// The device-plugin path's building blocks are reused (device nodes, runtime IDs, MPS paths and
+// the CDI common edits), so a GPU reaches a container the same way through either API.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cdi/driver_files.h"
+#include "config/config.h"
+#include "core/inventory.h"
+#include "core/result.h"
+#include "dra/claim.h"
+#include "dra/dra_device.h"
+#include "dra/prepare_sharing.h"
+#include "mps/daemon_spec.h"
+
+namespace kgpu::dra {
+
+// One entry of NodePrepareResourceResponse.devices.
+struct PreparedDevice {
+  std::vector<std::string> requests;  // base request names this device serves
+  std::string pool;
+  std::string device;
+  std::vector<std::string> cdi_device_ids;  // fully qualified: "k8s.gpu.nvidia.com/claim=<uid>-gpu-0"
+  std::optional<std::string> share_id;
+  bool admin_access = false;  // prepared for an admin: may overlap other claims' devices
+  bool operator==(const PreparedDevice&) const = default;
+};
+
+// `nvidia-smi compute-policy -i <uuid> --set-timeslice <interval>`, which prepare cannot run.
+struct TimeSliceSetting {
+  std::string gpu_uuid;
+  TimeSliceInterval interval = TimeSliceInterval::Default;
+  bool operator==(const TimeSliceSetting&) const = default;
+};
+
+// What must exist on the node for the claim's containers, and be undone on unprepare.
+struct PreparedClaim {
+  ClaimRef ref;
+  std::string driver;
+  std::vector<PreparedDevice> devices;
+  std::string cdi_spec_file;  // file name in the CDI folder
+  std::vector<TimeSliceSetting> time_slicing;
+  // The claim's MPS control daemon (resource "dra/<uid>"; commands keyed by NVML index, the daemon
+  // sees every GPU like kgpu's device-plugin MPS daemons), when a config asked for MPS.
+  std::optional<MpsDaemonSpec> mps;
+  bool operator==(const PreparedClaim&) const = default;
+};
+
+struct Preparation {
+  PreparedClaim claim;
+  nlohmann::json cdi_spec;
+};
+
+// What prepare_claim reads; references, as it runs once per kubelet call.
+struct PrepareInputs {
+  const Config& config;
+  const Inventory& inventory;
+  const DriverPool& pool;  // what kgpu publishes for the driver now (healthy devices only)
+  // The node's driver files (find_driver_files), added to the claim spec as the device-plugin CDI
+  // spec adds them; null leaves them to the runtime (nvidia-container-runtime reads
+  // NVIDIA_VISIBLE_DEVICES) or to the device-plugin's own spec.
+  const DriverFiles* driver_files = nullptr;
+};
+
+// Errors (Error::invalid unless said): an unsafe claim UID (it names a file and CDI devices), the
+// claim not allocated or without devices of the pool (see results_for), a device the pool does not
+// publish (named), one device configured for two kinds of sharing, an opaque config that does
+// not decode, that names the request but is for another device type (GpuConfig on a MIG device;
+// one for every request is passed over instead, as NVIDIA's driver does), or that asks for
+// what kgpu cannot do (MPS on MIG devices, MPS without --mps-root, limits for a device the claim
+// does not hold, a pinned limit above the device's memory, two thread percentages in one claim).
+Result<Preparation> prepare_claim(const ResourceClaim& claim, const PrepareInputs& inputs);
+
+// CDI naming of claim specs, shared with the claim store (which removes specs by name).
+std::string claim_cdi_kind(const std::string& driver);  // "k8s.gpu.nvidia.com/claim"
+// "kgpu-k8s.gpu.nvidia.com-claim_<uid>.json": never the name cdi_spec_file_name() gives a kind,
+// so the device-plugin spec writer's clean-up leaves claim specs alone.
+std::string claim_cdi_spec_file(const std::string& driver, const std::string& claim_uid);
+// UIDs name files and CDI devices: 1..128 characters of [A-Za-z0-9-] (a Kubernetes UID is a UUID).
+bool is_safe_claim_uid(const std::string& uid);
+
+}  // namespace kgpu::dra

@@ -1,0 +1,163 @@
+// Fuzz target: what the DRA node plugin reads from outside. Three passes per input:
+//  - raw: the input as the ResourceClaim the API server returns, prepared on a fixed node (four
+//    A100s, the first in MIG mode) when it parses; also as the prepared-claims checkpoint (a file
+//    on the host anyone with root there may edit) and as an MPS memory quantity;
+//  - typed: the input drives edits of a valid, allocated claim (any field of the allocation or of
+//    an opaque NVIDIA sharing config may get any JSON type or a tricky word), which reaches
+//    prepare_claim's config, MPS and naming paths that raw mutation rarely gets to.
+// Every input gives a value or an Error; a prepared claim never names a file outside the CDI
+// folder and its CDI IDs always belong to the claim.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "cdi/spec_writer.h"
+#include "dra/claim.h"
+#include "dra/claim_checkpoint.h"
+#include "dra/prepare.h"
+#include "dra/slice_builder.h"
+#include "unit/dra/synthetic_node.h"
+
+namespace {
+
+using nlohmann::json;
+
+struct Node {
+  kgpu::Inventory inventory = kgpu::testing::a100_node(4, 1);
+  kgpu::Config config;
+  kgpu::dra::DriverPool pool;
+  Node() {
+    config.mps_root = "/run/kgpu/mps";
+    kgpu::dra::SliceOptions o;
+    o.node_name = "node-1";
+    pool = kgpu::dra::build_publication(inventory, o)->pools.at(0);
+  }
+};
+
+const Node& node() {
+  static const Node n;
+  return n;
+}
+
+void check(const kgpu::dra::ResourceClaim& claim) {
+  (void)kgpu::dra::results_for(claim, "gpu.nvidia.com", "node-1");
+  const Node& n = node();
+  auto prepared = kgpu::dra::prepare_claim(claim, {n.config, n.inventory, n.pool, nullptr});
+  if (!prepared) return;
+  const auto& c = prepared->claim;
+  if (c.cdi_spec_file.find('/') != std::string::npos) __builtin_trap();
+  const std::string prefix = "k8s.gpu.nvidia.com/claim=" + claim.ref.uid + "-";
+  for (const auto& d : c.devices)
+    for (const auto& id : d.cdi_device_ids)
+      if (!id.starts_with(prefix)) __builtin_trap();
+  (void)kgpu::cdi_spec_text(prepared->cdi_spec);
+  // What the store writes must read back as written.
+  auto back = kgpu::dra::parse_checkpoint(kgpu::dra::checkpoint_text({"boot", {c}}));
+  if (!back || back->claims.size() != 1 || back->claims[0] != c) __builtin_trap();
+}
+
+const char* const kWords[] = {"gpu.nvidia.com", "node-1", "gpu-1", "gpu-2", "gpu-3", "gpu-0-mig-1g5gb-7-0",
+                              "FromClass", "FromClaim", "GpuConfig", "MigDeviceConfig", "TimeSlicing", "MPS",
+                              "Long", "resource.nvidia.com/v1beta1", "10Gi", "1.5G", "-1", "0", "a/b", "..",
+                              "GPU-00000000-0000-4000-8000-000000000001", "1", ""};
+
+json any_value(FuzzedDataProvider& in, int depth) {
+  switch (in.ConsumeIntegralInRange<int>(0, depth > 0 ? 7 : 5)) {
+    case 0: return nullptr;
+    case 1: return in.ConsumeBool();
+    case 2: return in.ConsumeIntegral<int64_t>();
+    case 3: return in.ConsumeFloatingPoint<double>();
+    case 4: return in.ConsumeRandomLengthString(24);
+    case 5: return kWords[in.ConsumeIntegralInRange<size_t>(0, std::size(kWords) - 1)];
+    case 6: {
+      json a = json::array();
+      for (int i = in.ConsumeIntegralInRange<int>(0, 3); i > 0; --i) a.push_back(any_value(in, depth - 1));
+      return a;
+    }
+    default: {
+      json o = json::object();
+      for (int i = in.ConsumeIntegralInRange<int>(0, 3); i > 0; --i)
+        o[kWords[in.ConsumeIntegralInRange<size_t>(0, std::size(kWords) - 1)]] = any_value(in, depth - 1);
+      return o;
+    }
+  }
+}
+
+json base_claim() {
+  const json mps = {{"apiVersion", "resource.nvidia.com/v1beta1"},
+                    {"kind", "GpuConfig"},
+                    {"sharing",
+                     {{"strategy", "MPS"},
+                      {"mpsConfig",
+                       {{"defaultActiveThreadPercentage", 50},
+                        {"defaultPinnedDeviceMemoryLimit", "10Gi"},
+                        {"defaultPerDevicePinnedMemoryLimit", {{"1", "5Gi"}}}}}}}};
+  const json slicing = {{"apiVersion", "resource.nvidia.com/v1beta1"},
+                        {"kind", "GpuConfig"},
+                        {"sharing", {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Long"}}}}}};
+  auto result = [](const char* request, const char* device) {
+    return json{{"request", request}, {"driver", "gpu.nvidia.com"}, {"pool", "node-1"}, {"device", device}};
+  };
+  auto config = [](const char* source, const char* request, const json& parameters) {
+    return json{{"source", source},
+                {"requests", json::array({request})},
+                {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", parameters}}}};
+  };
+  json devices;
+  devices["results"] = json::array({result("a", "gpu-1"), result("b/x", "gpu-2"), result("m", "gpu-0-mig-1g5gb-7-0")});
+  devices["config"] = json::array({config("FromClaim", "a", mps), config("FromClass", "b", slicing)});
+  json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceClaim"},
+                {"metadata", {{"name", "c"}, {"namespace", "ns"}, {"uid", "0b6f2c4e-1111-4000-8000-00000000c1a1"}}}};
+  claim["status"]["allocation"]["devices"] = devices;
+  return claim;
+}
+
+// Every object and array inside `j`, as JSON pointers, so an edit can land anywhere.
+void pointers(const json& j, const json::json_pointer& at, std::vector<json::json_pointer>& out) {
+  out.push_back(at);
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it) pointers(it.value(), at / it.key(), out);
+  else if (j.is_array())
+    for (size_t i = 0; i < j.size(); ++i) pointers(j[i], at / i, out);
+}
+
+void typed(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  json claim = base_claim();
+  std::vector<json::json_pointer> places;
+  pointers(claim, json::json_pointer(), places);
+  for (int edits = in.ConsumeIntegralInRange<int>(1, 6); edits > 0 && in.remaining_bytes() > 0; --edits) {
+    const auto& at = places[in.ConsumeIntegralInRange<size_t>(1, places.size() - 1)];
+    // The harness's own edits may aim through a value an earlier edit replaced; nlohmann then
+    // throws, which says nothing about kgpu: skip that edit.
+    try {
+      if (!claim.contains(at)) continue;
+      if (in.ConsumeBool()) {
+        claim[at] = any_value(in, 2);
+      } else {
+        json& parent = claim[at.parent_pointer()];
+        if (parent.is_object()) parent.erase(at.back());
+      }
+    } catch (const json::exception&) {
+    }
+  }
+  const std::string text = claim.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (auto parsed = kgpu::dra::parse_resource_claim(text)) check(*parsed);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (auto claim = kgpu::dra::parse_resource_claim(text)) check(*claim);
+  (void)kgpu::dra::parse_checkpoint(text);
+  (void)kgpu::dra::parse_quantity_bytes(text);
+  typed(data, size);
+  return 0;
+}

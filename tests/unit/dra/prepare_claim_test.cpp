@@ -1,0 +1,310 @@
+// prepare_claim() on synthetic A100 nodes: the per-claim CDI spec (devices, nodes, env, driver
+// files), the kubelet's answer, and the sharing configs. Expectations come from the same inventory
+// through the device-plugin path's helpers, so both APIs provably hand out the same nodes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "cdi/spec_builder.h"
+#include "core/resource_plan.h"
+#include "dra/device_names.h"
+#include "dra/prepare.h"
+#include "plan/device_edits.h"
+#include "dra/slice_builder.h"
+#include "plan/device_ids.h"
+#include "plan/mps_paths.h"
+#include "plan/nvidia_edits_nodes.h"
+#include "unit/dra/claim_test_support.h"
+#include "unit/dra/synthetic_node.h"
+
+namespace kgpu::dra {
+namespace {
+
+using nlohmann::json;
+using testing::claim_json;
+using testing::gpu_name;
+using testing::gpu_sharing;
+using testing::mig_name;
+using testing::opaque_config;
+
+constexpr const char* kUid = "0b6f2c4e-1111-4000-8000-00000000c1a1";
+
+struct Node {
+  Inventory inventory = testing::a100_node(4, 1);  // GPU 0 in MIG mode (seven 1g.5gb), GPUs 1-3 full
+  Config config;
+  DriverPool pool;
+  Node() {
+    config.mps_root = "/run/kgpu/mps";
+    republish();
+  }
+  void republish() {
+    SliceOptions o;
+    o.node_name = "node-1";
+    auto p = build_publication(inventory, o);
+    EXPECT_TRUE(p.ok());
+    pool = p->pools.at(0);
+  }
+  Result<Preparation> prepare(const json& claim, const DriverFiles* files = nullptr) const {
+    auto parsed = parse_resource_claim(claim.dump());
+    EXPECT_TRUE(parsed.ok()) << parsed.error().message;
+    if (!parsed) return parsed.error();
+    return prepare_claim(*parsed, PrepareInputs{config, inventory, pool, files});
+  }
+  Preparation ok(const json& claim, const DriverFiles* files = nullptr) const {
+    auto p = prepare(claim, files);
+    EXPECT_TRUE(p.ok()) << p.error().message;
+    return p.ok() ? *p : Preparation{};
+  }
+  std::string error(const json& claim) const {
+    auto p = prepare(claim);
+    EXPECT_FALSE(p.ok());
+    return p.ok() ? "" : p.error().message;
+  }
+};
+
+json node_list(const Config& config, const std::vector<std::string>& paths) {
+  json out = json::array();
+  for (const auto& p : paths) out.push_back({{"path", p}, {"hostPath", host_path_under(config.dev_root(), p)}, {"permissions", "rw"}});
+  return out;
+}
+
+std::vector<std::string> env_of(const json& edits) {
+  return edits.contains("env") ? edits["env"].get<std::vector<std::string>>() : std::vector<std::string>{};
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+TEST(DraPrepare, FullGpusGetTheirNodesAndOneCdiIdEach) {
+  Node n;
+  n.config.nvidia_dev_root = "/host-dev-root";
+  const Preparation p = n.ok(claim_json(kUid, {{"gpus", gpu_name(n.inventory, 1)}, {"gpus", gpu_name(n.inventory, 3)}}));
+  const std::string kind = "k8s.gpu.nvidia.com/claim";
+
+  ASSERT_EQ(p.claim.devices.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    const size_t g = k == 0 ? 1 : 3;
+    const PreparedDevice& d = p.claim.devices[k];
+    EXPECT_EQ(d.requests, std::vector<std::string>{"gpus"});
+    EXPECT_EQ(d.pool, "node-1");
+    EXPECT_EQ(d.device, gpu_name(n.inventory, g));
+    EXPECT_EQ(d.cdi_device_ids, std::vector<std::string>{kind + "=" + kUid + "-" + gpu_name(n.inventory, g)});
+    const json& spec_device = p.cdi_spec["devices"][k];
+    EXPECT_EQ(spec_device["name"], std::string(kUid) + "-" + gpu_name(n.inventory, g));
+    EXPECT_EQ(spec_device["containerEdits"]["deviceNodes"], node_list(n.config, nvidia_gpu_node_paths(n.inventory.gpus[g])));
+  }
+  EXPECT_EQ(p.cdi_spec["kind"], kind);
+  EXPECT_EQ(p.cdi_spec["cdiVersion"], kCdiSpecVersion);
+  EXPECT_EQ(p.claim.cdi_spec_file, std::string("kgpu-k8s.gpu.nvidia.com-claim_") + kUid + ".json");
+  const json& common = p.cdi_spec["containerEdits"];
+  EXPECT_EQ(common["deviceNodes"], node_list(n.config, nvidia_control_node_paths(n.inventory)));
+  EXPECT_EQ(env_of(common), std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[1].uuid + "," +
+                                                    n.inventory.gpus[3].uuid});
+  EXPECT_TRUE(p.claim.time_slicing.empty());
+  EXPECT_FALSE(p.claim.mps);
+}
+
+TEST(DraPrepare, MigDevicesGetParentAndCapabilityNodes) {
+  Node n;
+  n.inventory.gpus[0].mig_devices[2].capability_nodes = {{"/dev/nvidia-caps/nvidia-cap21"}, {"/dev/nvidia-caps/nvidia-cap22"}};
+  n.republish();
+  const Preparation p = n.ok(claim_json(kUid, {{"mig", mig_name(n.inventory, 0, 2)}}));
+  ASSERT_EQ(p.claim.devices.size(), 1u);
+  EXPECT_EQ(p.cdi_spec["devices"][0]["containerEdits"]["deviceNodes"],
+            node_list(n.config, nvidia_mig_node_paths(n.inventory.gpus[0], n.inventory.gpus[0].mig_devices[2])));
+  EXPECT_EQ(env_of(p.cdi_spec["containerEdits"]),
+            std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[0].mig_devices[2].uuid});
+}
+
+TEST(DraPrepare, IndexStrategyNamesDevicesByIndexForTheRuntime) {
+  Node n;
+  n.config.device_id_strategy = DeviceIdStrategy::Index;
+  const Preparation p = n.ok(claim_json(kUid, {{"a", gpu_name(n.inventory, 2)}, {"b", mig_name(n.inventory, 0, 4)}}));
+  EXPECT_EQ(env_of(p.cdi_spec["containerEdits"]),
+            std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + gpu_device_id(n.config, n.inventory.gpus[2]) + "," +
+                                     mig_device_id(n.config, n.inventory.gpus[0], n.inventory.gpus[0].mig_devices[4])});
+}
+
+TEST(DraPrepare, RequestsSharingADeviceAreMergedAndSubrequestsStripped) {
+  Node n;
+  const std::string gpu = gpu_name(n.inventory, 1);
+  json claim = claim_json(kUid, {{"a/fast", gpu}, {"b", gpu}, {"a/fast", gpu}});
+  const Preparation p = n.ok(claim);
+  ASSERT_EQ(p.claim.devices.size(), 1u);
+  EXPECT_EQ(p.claim.devices[0].requests, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(p.cdi_spec["devices"].size(), 1u);
+
+  // Consumable-capacity shares of one device are separate answers backed by one CDI device.
+  const Preparation shares = n.ok(claim_json(kUid, {{"a", gpu, "gpu.nvidia.com", "node-1", false, "s1"},
+                                                    {"b", gpu, "gpu.nvidia.com", "node-1", false, "s2"}}));
+  ASSERT_EQ(shares.claim.devices.size(), 2u);
+  EXPECT_EQ(shares.claim.devices[0].share_id, "s1");
+  EXPECT_EQ(shares.claim.devices[1].share_id, "s2");
+  EXPECT_EQ(shares.claim.devices[0].cdi_device_ids, shares.claim.devices[1].cdi_device_ids);
+  EXPECT_EQ(shares.cdi_spec["devices"].size(), 1u);
+}
+
+TEST(DraPrepare, OtherDriversAreIgnoredButUnpublishedDevicesAreErrors) {
+  Node n;
+  const Preparation p = n.ok(claim_json(kUid, {{"nic", "eth-0", "nic.example.com"}, {"gpu", gpu_name(n.inventory, 1)}}));
+  EXPECT_EQ(p.claim.devices.size(), 1u);
+
+  EXPECT_NE(n.error(claim_json(kUid, {{"gpu", "gpu-99"}})).find("device \"gpu-99\" (request \"gpu\") is not published"),
+            std::string::npos);
+  n.inventory.gpus[2].health = {false, "XID 79"};
+  n.republish();
+  EXPECT_NE(n.error(claim_json(kUid, {{"gpu", gpu_name(n.inventory, 2)}})).find(gpu_name(n.inventory, 2)),
+            std::string::npos);
+  EXPECT_NE(n.error(claim_json("../etc", {{"gpu", gpu_name(n.inventory, 1)}})).find("claim UID \"../etc\""),
+            std::string::npos);
+}
+
+TEST(DraPrepare, DriverFilesGiveTheSameCommonEditsAsTheDevicePluginSpec) {
+  Node n;
+  DriverFiles files;
+  files.library_dir = "/usr/lib/x86_64-linux-gnu";
+  files.libraries = {"/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15"};
+  files.binaries = {"/usr/bin/nvidia-smi"};
+  files.control_nodes = {"/dev/nvidiactl", "/dev/nvidia-uvm"};
+  const Preparation p = n.ok(claim_json(kUid, {{"gpu", gpu_name(n.inventory, 1)}}), &files);
+  const json expected = nvidia_common_cdi_edits(n.config, n.inventory, files);
+  const json& common = p.cdi_spec["containerEdits"];
+  EXPECT_EQ(common["mounts"], expected["mounts"]);
+  EXPECT_EQ(common["hooks"], expected["hooks"]);
+  EXPECT_EQ(common["deviceNodes"], expected["deviceNodes"]);
+  // Not the device-plugin spec's "void": this spec names the claim's devices.
+  EXPECT_EQ(env_of(common), std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[1].uuid});
+}
+
+TEST(DraPrepare, TimeSlicingIsRecordedPerGpuForTheCaller) {
+  Node n;
+  const json configs = json::array({
+      opaque_config(gpu_sharing({{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Long"}}}}), {"a"}),
+      opaque_config(gpu_sharing({{"strategy", "TimeSlicing"}}, "MigDeviceConfig"), {"m"}),
+  });
+  const Preparation p = n.ok(claim_json(
+      kUid, {{"a", gpu_name(n.inventory, 1)}, {"b", gpu_name(n.inventory, 2)}, {"m", mig_name(n.inventory, 0, 0)}}, configs));
+  EXPECT_EQ(p.claim.time_slicing, (std::vector<TimeSliceSetting>{{n.inventory.gpus[1].uuid, TimeSliceInterval::Long}}));
+  EXPECT_FALSE(p.claim.mps);
+}
+
+TEST(DraPrepare, ConfigsForEveryRequestPassOverDevicesOfTheOtherType) {
+  // A DeviceClass's GpuConfig reaches every request of the claim, its MIG device included; as in
+  // NVIDIA's driver the MIG device passes over it (to the claim's MigDeviceConfig), the GPU takes it.
+  Node n;
+  const json configs = json::array({
+      opaque_config(gpu_sharing({{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Short"}}}}), {}, "FromClass"),
+      opaque_config(gpu_sharing({{"strategy", "TimeSlicing"}}, "MigDeviceConfig")),
+  });
+  const Preparation p =
+      n.ok(claim_json(kUid, {{"g", gpu_name(n.inventory, 2)}, {"m", mig_name(n.inventory, 0, 1)}}, configs));
+  EXPECT_EQ(p.claim.time_slicing, (std::vector<TimeSliceSetting>{{n.inventory.gpus[2].uuid, TimeSliceInterval::Short}}));
+}
+
+TEST(DraPrepare, MpsGivesADaemonAndClientEditsLikeTheDevicePluginPath) {
+  Node n;
+  const json mps = gpu_sharing({{"strategy", "MPS"},
+                                {"mpsConfig",
+                                 {{"defaultActiveThreadPercentage", 25},
+                                  {"defaultPinnedDeviceMemoryLimit", "8Gi"},
+                                  {"defaultPerDevicePinnedMemoryLimit", {{n.inventory.gpus[3].uuid, "2Gi"}}}}}});
+  const Preparation p =
+      n.ok(claim_json(kUid, {{"g", gpu_name(n.inventory, 3)}, {"g", gpu_name(n.inventory, 1)}}, json::array({opaque_config(mps)})));
+  ASSERT_TRUE(p.claim.mps);
+  const std::string resource = std::string("dra/") + kUid;
+  EXPECT_EQ(p.claim.mps->resource, resource);
+  EXPECT_EQ(p.claim.mps->pipe_dir, mps_pipe_dir(n.config.mps_root, resource));
+  EXPECT_EQ(p.claim.mps->ready_marker, mps_ready_marker(n.config.mps_root, resource));
+  EXPECT_EQ(p.claim.mps->commands,
+            (std::vector<std::string>{
+                "set_default_device_pinned_mem_limit " + std::to_string(n.inventory.gpus[1].index) + " 8192M",
+                "set_default_device_pinned_mem_limit " + std::to_string(n.inventory.gpus[3].index) + " 2048M",
+                "set_default_active_thread_percentage 25"}));
+  const json& common = p.cdi_spec["containerEdits"];
+  const auto env = env_of(common);
+  EXPECT_TRUE(has(env, "CUDA_MPS_PIPE_DIRECTORY=" + mps_container_pipe_dir(resource)));
+  EXPECT_TRUE(has(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"));
+  // Ordinals in PCI order of the claim's GPUs: GPU 1 (bus 02) is 0, GPU 3 (bus 04) is 1.
+  EXPECT_TRUE(has(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=8192M,1=2048M"));
+  std::vector<std::string> mount_targets;
+  for (const auto& m : common["mounts"]) mount_targets.push_back(m["containerPath"]);
+  EXPECT_TRUE(has(mount_targets, mps_container_pipe_dir(resource)));
+  EXPECT_TRUE(has(mount_targets, "/dev/shm"));
+}
+
+TEST(DraPrepare, ConfigsKgpuCannotHonourAreErrors) {
+  Node n;
+  const std::string gpu = gpu_name(n.inventory, 1), mig = mig_name(n.inventory, 0, 0);
+  auto with = [&](const std::string& device, const json& parameters) {
+    return claim_json(kUid, {{"r", device}}, json::array({opaque_config(parameters, {"r"})}));
+  };
+  const json mps = gpu_sharing({{"strategy", "MPS"}});
+  EXPECT_NE(n.error(with(mig, mps)).find("GpuConfig cannot configure MIG device"), std::string::npos);
+  EXPECT_NE(n.error(with(gpu, gpu_sharing({{"strategy", "MPS"}}, "MigDeviceConfig"))).find("MigDeviceConfig cannot configure full GPU"),
+            std::string::npos);
+  EXPECT_NE(n.error(with(mig, gpu_sharing({{"strategy", "MPS"}}, "MigDeviceConfig"))).find("MPS on MIG device"),
+            std::string::npos);
+  EXPECT_NE(n.error(with(gpu, gpu_sharing({{"strategy", "MPS"},
+                                          {"mpsConfig", {{"defaultPerDevicePinnedMemoryLimit", {{"7", "1Gi"}}}}}})))
+                .find("names \"7\", which is not an MPS-shared GPU of this claim"),
+            std::string::npos);
+  EXPECT_NE(n.error(with(gpu, gpu_sharing({{"strategy", "MPS"}, {"mpsConfig", {{"defaultPinnedDeviceMemoryLimit", "41Gi"}}}})))
+                .find("exceeds"),
+            std::string::npos);
+  EXPECT_NE(n.error(with(gpu, gpu_sharing({{"strategy", "Nope"}}))).find("config for request \"r\""), std::string::npos);
+  n.config.mps_root.clear();
+  EXPECT_NE(n.error(with(gpu, mps)).find("without --mps-root"), std::string::npos);
+
+  const json two = claim_json(kUid, {{"a", gpu}, {"b", gpu_name(n.inventory, 2)}},
+                              json::array({opaque_config(gpu_sharing({{"strategy", "MPS"}, {"mpsConfig", {{"defaultActiveThreadPercentage", 10}}}}), {"a"}),
+                                           opaque_config(gpu_sharing({{"strategy", "MPS"}, {"mpsConfig", {{"defaultActiveThreadPercentage", 20}}}}), {"b"})}));
+  n.config.mps_root = "/run/kgpu/mps";
+  EXPECT_NE(n.error(two).find("two MPS active thread percentages"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kgpu::dra
+
+namespace kgpu::dra {
+namespace {
+
+TEST(DraPrepare, AmdGpusGetTheVendorEditsOfTheDevicePluginPath) {
+  Inventory inv;
+  Gpu g;
+  g.vendor = Vendor::Amd;
+  g.index = 0;
+  g.uuid = "amd-0";
+  g.device_nodes = {{"/dev/dri/card1"}, {"/dev/dri/renderD128"}};
+  g.attributes["kfd-unique-id"] = "1234";
+  inv.gpus.push_back(g);
+  Config config;
+  SliceOptions o;
+  o.node_name = "node-1";
+  const DriverPool pool = build_publication(inv, o)->pools.at(0);
+  ASSERT_EQ(pool.driver, "gpu.amd.com");
+  const std::string name = gpu_device_name(inv.gpus[0]);
+
+  auto claim = parse_resource_claim(claim_json(kUid, {{"gpu", name, "gpu.amd.com"}}).dump());
+  ASSERT_TRUE(claim.ok());
+  auto p = prepare_claim(*claim, PrepareInputs{config, inv, pool, nullptr});
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  const ContainerEdits expected = vendor_device_edits(config, inv, Resource{}, {BackingDevice{0, std::nullopt}});
+  std::vector<std::string> expected_nodes, nodes;
+  for (const auto& d : expected.devices) expected_nodes.push_back(d.container_path);
+  for (const auto& d : p->cdi_spec["devices"][0]["containerEdits"]["deviceNodes"]) nodes.push_back(d["path"]);
+  EXPECT_EQ(nodes, expected_nodes);
+  EXPECT_EQ(p->cdi_spec["kind"], "k8s.gpu.amd.com/claim");
+  EXPECT_EQ(env_of(p->cdi_spec["containerEdits"]), std::vector<std::string>{"ROCR_VISIBLE_DEVICES=GPU-1234"});
+  EXPECT_EQ(p->claim.devices.at(0).cdi_device_ids, std::vector<std::string>{"k8s.gpu.amd.com/claim=" + std::string(kUid) + "-" + name});
+
+  auto configured = parse_resource_claim(
+      claim_json(kUid, {{"gpu", name, "gpu.amd.com"}},
+                 json::array({opaque_config(gpu_sharing({{"strategy", "MPS"}}), {}, "FromClaim", "gpu.amd.com")}))
+          .dump());
+  ASSERT_TRUE(configured.ok());
+  auto refused = prepare_claim(*configured, PrepareInputs{config, inv, pool, nullptr});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("driver gpu.amd.com takes no opaque configuration"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kgpu::dra
