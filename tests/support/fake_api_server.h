@@ -244,6 +244,19 @@ class FakeApiServer {
     std::lock_guard lock(mu_);
     list_failures_ = {status, times};
   }
+  // While set, slice writes are accepted and then left unanswered (a hung API server).
+  void stall_slice_writes(bool stall) {
+    {
+      std::lock_guard lock(mu_);
+      stall_slice_writes_ = stall;
+    }
+    cv_.notify_all();
+  }
+  // Blocks until at least `count` slice writes arrived (answered or not), or the timeout passes.
+  bool wait_slice_writes(int count, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return slice_counts_.writes() >= count; });
+  }
   // Lists answer at most `n` items per page with a continue token (0: everything at once).
   void set_slice_page_size(size_t n) {
     std::lock_guard lock(mu_);
@@ -260,6 +273,11 @@ class FakeApiServer {
     std::lock_guard lock(mu_);
     auto it = slices_.find(name);
     if (it != slices_.end()) it->second.resource_version = ++slice_rv_;
+  }
+  // As touch_slice(), right after the next list is answered: a writer racing the lister.
+  void touch_slice_after_next_list(std::string name) {
+    std::lock_guard lock(mu_);
+    touch_after_list_ = std::move(name);
   }
   void remove_slice(const std::string& name) {
     std::lock_guard lock(mu_);
@@ -395,6 +413,10 @@ class FakeApiServer {
       json metadata{{"resourceVersion", std::to_string(slice_rv_)}};
       if (page_size_ != 0 && offset + page.size() < items.size())
         metadata["continue"] = "o:" + std::to_string(offset + page.size());
+      if (!touch_after_list_.empty()) {
+        if (auto it = slices_.find(touch_after_list_); it != slices_.end()) it->second.resource_version = ++slice_rv_;
+        touch_after_list_.clear();
+      }
       res.set_content(json{{"kind", "ResourceSliceList"},
                            {"apiVersion", "resource.k8s.io/" + version},
                            {"metadata", metadata},
@@ -412,8 +434,10 @@ class FakeApiServer {
       res.set_content(served_slice(it->second, version).dump(), "application/json");
     });
     server_.Post(collection, [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       ++slice_counts_.creates;
+      cv_.notify_all();
+      if (!wait_out_slice_stall(lock)) return status(res, 503, "ServiceUnavailable");
       const std::string version = req.matches[1];
       if (!serves(version)) return status(res, 404, "NotFound");
       if (take(write_failures_, res)) return;
@@ -430,8 +454,10 @@ class FakeApiServer {
       res.set_content(served_slice(slices_.at(name), version).dump(), "application/json");
     });
     server_.Put(item, [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       ++slice_counts_.updates;
+      cv_.notify_all();
+      if (!wait_out_slice_stall(lock)) return status(res, 503, "ServiceUnavailable");
       const std::string version = req.matches[1];
       const std::string name = req.matches[2];
       if (!serves(version)) return status(res, 404, "NotFound");
@@ -460,8 +486,10 @@ class FakeApiServer {
       res.set_content(served_slice(slices_.at(name), version).dump(), "application/json");
     });
     server_.Delete(item, [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       ++slice_counts_.deletes;
+      cv_.notify_all();
+      if (!wait_out_slice_stall(lock)) return status(res, 503, "ServiceUnavailable");
       const std::string version = req.matches[1];
       if (!serves(version)) return status(res, 404, "NotFound");
       if (take(write_failures_, res)) return;
@@ -470,7 +498,11 @@ class FakeApiServer {
     });
   }
 
-  // mu_ held.
+  // mu_ held. A stalled slice write waits here; false when it was released by the server stopping.
+  bool wait_out_slice_stall(std::unique_lock<std::mutex>& lock) {
+    cv_.wait(lock, [&] { return stopping_ || !stall_slice_writes_; });
+    return !stopping_;
+  }
   bool serves(const std::string& version) const {
     return std::find(resource_versions_.begin(), resource_versions_.end(), version) != resource_versions_.end();
   }
@@ -623,7 +655,8 @@ class FakeApiServer {
       for (const auto& [name, value] : attributes.items()) {
         if (!qualified(name)) return "attribute name \"" + name + "\" is not a qualified name";
         if (!value.is_object() || value.size() != 1) return "attribute " + name + " must have exactly one value";
-        const auto& [type, v] = *value.items().begin();
+        const std::string type = value.begin().key();
+        const json& v = value.begin().value();
         if (type == "int") {
           if (!v.is_number_integer()) return "attribute " + name + ".int is not an integer";
         } else if (type == "bool") {
@@ -676,6 +709,8 @@ class FakeApiServer {
   std::vector<std::string> resource_versions_{"v1", "v1beta1"};
   Failures write_failures_, list_failures_;
   size_t page_size_ = 0;
+  bool stall_slice_writes_ = false;
+  std::string touch_after_list_;
   SliceCounts slice_counts_;
   std::vector<std::string> slice_rejections_;
   mutable std::mutex mu_;
