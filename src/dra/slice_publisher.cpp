@@ -211,9 +211,6 @@ std::vector<std::string> SlicePublisher::drivers(const std::vector<DriverPool>& 
 }
 
 Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::ApiClient& client) {
-  // One pass has a budget of a few requests' deadlines per driver; a stalled server cannot hold it
-  // longer than that, and stop() ends it at once.
-  const Deadline deadline{std::chrono::steady_clock::now() + timing_.request_deadline * 8, timing_.request_deadline};
   std::optional<Error> first_problem;
   for (const auto& driver : drivers(pools)) {
     const DriverPool* desired = nullptr;
@@ -227,6 +224,9 @@ Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::Ap
       const bool same = it != written_.end() && (desired ? it->second && *it->second == *desired : !it->second);
       if (same) continue;  // the API server already holds this driver's pool
     }
+    // Each driver's pass has a budget of a few requests' deadlines: a slow server cannot hold the
+    // worker longer than that, and stop() ends it at once.
+    const Deadline deadline{std::chrono::steady_clock::now() + timing_.request_deadline * 8, timing_.request_deadline};
     auto status = sync_driver(driver, desired, client, deadline);
     if (!status) {
       // The other drivers still get their pass; the first problem is reported.
