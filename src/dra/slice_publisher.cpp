@@ -149,7 +149,7 @@ bool SlicePublisher::wait_synced(std::chrono::milliseconds timeout) const {
 void SlicePublisher::run() {
   std::chrono::milliseconds backoff = timing_.first_backoff;
   // When the next pass may start: now, or the end of a backoff.
-  auto retry_at = std::chrono::steady_clock::time_point::min();
+  std::chrono::steady_clock::time_point retry_at{};  // the clock's epoch: long past
   std::unique_lock lock(mu_);
   while (true) {
     // During a backoff only stop() ends the wait: a flapping health state must not hammer a
@@ -177,7 +177,7 @@ void SlicePublisher::run() {
       state_.problem.clear();
       state_.synced = version;
       backoff = timing_.first_backoff;
-      retry_at = std::chrono::steady_clock::time_point::min();
+      retry_at = {};
     } else {
       if (result.error().message != state_.problem)
         spdlog::warn("DRA slices: {}; retrying with backoff", result.error().message);

@@ -157,9 +157,14 @@ Result<Outcome> perform(const ApiServer& server, const std::string& token, Inter
   req.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) { return on_body(data, length); };
   httplib::Response res;
   httplib::Error error = httplib::Error::Success;
+  const auto started = std::chrono::steady_clock::now();
   const bool sent = client.send(req, res, error);
   if (interrupter.stopped()) return Error::unavailable(what + ": stopping");
-  if (request.timed_out()) return Error::unavailable(what + ": no complete answer within " + seconds(deadline));
+  // httplib's own read timeout equals the deadline and may fire a moment before the watchdog: a
+  // failure at the deadline is the deadline either way (not a "Read" error).
+  const bool past_deadline = std::chrono::steady_clock::now() - started >= deadline;
+  if (request.timed_out() || (!sent && error != httplib::Error::Canceled && past_deadline))
+    return Error::unavailable(what + ": no complete answer within " + seconds(deadline));
   if (refused) return Error{refused->code, what + ": " + refused->message};
   outcome.error = sent ? httplib::Error::Success : error;
   if (outcome.error != httplib::Error::Success && outcome.error != httplib::Error::Canceled)
