@@ -304,7 +304,7 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
       auto it = last_generation_.find(driver);
       if (it != last_generation_.end()) min_generation = it->second;
     }
-    const auto diff = diff_slices(desired, *listed, options_, *chosen, min_generation);
+    const auto diff = diff_slices(desired, std::move(*listed), options_, *chosen, min_generation);
     bool conflict = false;
     size_t done = 0;
     for (const auto& write : diff.writes) {

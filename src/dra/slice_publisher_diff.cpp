@@ -8,43 +8,69 @@ namespace {
 
 using nlohmann::json;
 
-// The API server leaves out empty and null fields (Go's omitempty) and may add null ones; content is
-// compared without them.
-void drop_empty(json& value) {
+void drop_nulls(json& value) {
   if (value.is_object()) {
     for (auto it = value.begin(); it != value.end();) {
-      drop_empty(*it);
-      const bool empty = it->is_null() || ((it->is_object() || it->is_array()) && it->empty());
-      it = empty ? value.erase(it) : std::next(it);
+      if (it->is_null()) {
+        it = value.erase(it);
+      } else {
+        drop_nulls(*it);
+        ++it;
+      }
     }
   } else if (value.is_array()) {
-    for (auto& element : value) drop_empty(element);
+    for (auto& element : value) drop_nulls(element);
   }
 }
 
-// A listed slice as resource_slices() would have built it at generation 0: only what kgpu writes.
-json comparable(const kube::ListedSlice& listed, SliceApi api) {
-  json metadata{{"name", listed.name}};
-  if (!listed.owner_references.is_null()) metadata["ownerReferences"] = listed.owner_references;
-  json spec = listed.spec;
-  spec["pool"]["generation"] = 0;
-  json object{{"apiVersion", api_version(api)}, {"kind", "ResourceSlice"}, {"metadata", metadata}, {"spec", spec}};
-  drop_empty(object);
-  return object;
+// Puts a listed spec into the form the builder writes: the API server leaves out empty lists and
+// maps (Go's omitempty) and may send null fields, where the builder always writes "devices",
+// "attributes" and "capacity" and never null.
+void builder_form(json& spec, SliceApi api) {
+  drop_nulls(spec);
+  if (!spec.contains("devices")) spec["devices"] = json::array();
+  if (!spec["devices"].is_array()) return;  // then it differs anyway
+  for (auto& device : spec["devices"]) {
+    if (!device.is_object()) continue;
+    json* fields = &device;
+    if (api == SliceApi::V1beta1) {
+      if (!device.contains("basic")) device["basic"] = json::object();
+      fields = &device["basic"];
+      if (!fields->is_object()) continue;
+    }
+    if (!fields->contains("attributes")) (*fields)["attributes"] = json::object();
+    if (!fields->contains("capacity")) (*fields)["capacity"] = json::object();
+  }
 }
 
-bool unchanged(const DriverPool& desired, const std::vector<kube::ListedSlice>& listed, const SliceOptions& options,
+// A listed slice as resource_slice_texts() writes it (at the listed generation): only what kgpu
+// writes, in the same key order (nlohmann's dump() sorts keys as the texts do), so equal content is
+// equal text. Comparing text avoids building the desired slices as JSON trees (40x slower).
+std::string comparable_text(kube::ListedSlice& listed, SliceApi api) {
+  json metadata{{"name", listed.name}};
+  if (!listed.owner_references.is_null()) metadata["ownerReferences"] = listed.owner_references;
+  builder_form(listed.spec, api);
+  std::string out = "{\"apiVersion\":";
+  out += json(api_version(api)).dump();
+  out += ",\"kind\":\"ResourceSlice\",\"metadata\":";
+  out += metadata.dump();
+  out += ",\"spec\":";
+  out += listed.spec.dump();
+  out += '}';
+  return out;
+}
+
+bool unchanged(const DriverPool& desired, std::vector<kube::ListedSlice>& listed, const SliceOptions& options,
                SliceApi api) {
-  auto wanted = resource_slices(desired, options, 0, api);
-  if (listed.size() != wanted.size()) return false;
-  std::map<std::string, const kube::ListedSlice*> by_name;
-  for (const auto& l : listed) by_name[l.name] = &l;
   const int64_t generation = listed.front().generation;
-  for (auto& w : wanted) {
-    auto it = by_name.find(w["metadata"]["name"].get<std::string>());
+  auto wanted = resource_slice_texts(desired, options, generation, api);
+  if (listed.size() != wanted.size()) return false;
+  std::map<std::string, kube::ListedSlice*> by_name;
+  for (auto& l : listed) by_name[l.name] = &l;
+  for (size_t k = 0; k < wanted.size(); ++k) {
+    auto it = by_name.find(slice_name(options, desired.driver, k));
     if (it == by_name.end() || it->second->generation != generation) return false;
-    drop_empty(w);
-    if (comparable(*it->second, api) != w) return false;
+    if (comparable_text(*it->second, api) != wanted[k]) return false;
   }
   return true;
 }
@@ -66,8 +92,8 @@ std::string with_resource_version(const std::string& text, const std::string& re
          text.substr(at + kMetadata.size());
 }
 
-SliceDiff diff_slices(const DriverPool* desired, const std::vector<kube::ListedSlice>& listed,
-                      const SliceOptions& options, SliceApi api, int64_t min_generation) {
+SliceDiff diff_slices(const DriverPool* desired, std::vector<kube::ListedSlice> listed, const SliceOptions& options,
+                      SliceApi api, int64_t min_generation) {
   SliceDiff diff;
   int64_t highest = min_generation;
   for (const auto& l : listed) highest = std::max(highest, l.generation);

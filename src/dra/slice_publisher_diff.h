@@ -34,10 +34,11 @@ struct SliceDiff {
 };
 
 // `desired`: nullptr when the driver publishes nothing on this node (every listed slice is deleted).
-// `listed`: the API server's slices of this node and driver (as read with a field selector).
+// `listed`: the API server's slices of this node and driver (as read with a field selector); taken
+// by value since comparing rewrites their specs in place.
 // `min_generation`: a generation this process already wrote for the pool (the new one exceeds it).
-SliceDiff diff_slices(const DriverPool* desired, const std::vector<kube::ListedSlice>& listed,
-                      const SliceOptions& options, SliceApi api, int64_t min_generation = 0);
+SliceDiff diff_slices(const DriverPool* desired, std::vector<kube::ListedSlice> listed, const SliceOptions& options,
+                      SliceApi api, int64_t min_generation = 0);
 
 // The name of slice `index` of a pool, as resource_slices() names it.
 std::string slice_name(const SliceOptions& options, const std::string& driver, size_t index);
