@@ -318,7 +318,8 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
       }
       if (!answer) return Error{answer.error().code, what + ": " + answer.error().message};
       const int status = answer->status;
-      if (status == 200 || status == 201 || status == 202 || (write.kind == SliceWrite::Kind::Delete && status == 404)) {
+      const bool gone = write.kind == SliceWrite::Kind::Delete && status == 404;  // deleted already: fine
+      if (status == 200 || status == 201 || status == 202 || gone) {
         ++done;
         continue;
       }

@@ -36,7 +36,8 @@ Result<std::string> string_field(const json& object, const char* key, const std:
 Result<int64_t> int_field(const json& object, const char* key, const std::string& where) {
   const json* v = member(object, key);
   if (v == nullptr) return int64_t{0};
-  if (!v->is_number_integer()) return Error::invalid(where + "." + key + " is a " + v->type_name() + ", not an integer");
+  if (!v->is_number_integer())
+    return Error::invalid(where + "." + key + " is a " + v->type_name() + ", not an integer");
   if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
     return Error::invalid(where + "." + key + " is out of range");
   return v->get<int64_t>();
@@ -113,7 +114,8 @@ Result<SliceList> parse_resource_slice_list(std::string_view text) {
   }
   const json* items = member(doc, "items");
   if (items == nullptr) return list;  // an empty list may leave items out
-  if (!items->is_array()) return Error::invalid(std::string("list.items is a ") + items->type_name() + ", not an array");
+  if (!items->is_array())
+    return Error::invalid(std::string("list.items is a ") + items->type_name() + ", not an array");
   list.items.reserve(items->size());
   for (size_t i = 0; i < items->size(); ++i) {
     auto slice = slice_from((*items)[i], i);
