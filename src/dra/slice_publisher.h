@@ -10,6 +10,12 @@
 //
 // Drivers covered: the three of SliceOptions::drivers plus any in a published pool; a driver with no
 // pool in the latest publication has its slices on this node deleted.
+//
+// Daemon use: construct with the API server, the same SliceOptions as build_publication() (node
+// name, and the Node's metadata.uid so the slices are owned by the Node) and optionally a forced
+// version; start(); publish(publication.pools) after every rebuild (health, MIG layout, config);
+// resync() when the kubelet re-registers the plugin (it may have wiped the slices); stop() on exit
+// (slices stay); delete_all() for uninstall or when DRA is switched off.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
