@@ -109,20 +109,30 @@ std::string seconds(std::chrono::milliseconds d) {
   return std::to_string(d.count() / 1000) + "." + std::to_string(d.count() % 1000 / 100) + " s";
 }
 
-// What one GET did: the status and httplib's error (Canceled when a receiver ended it on purpose).
+const char* method_name(ApiMethod method) {
+  switch (method) {
+    case ApiMethod::Get: return "GET";
+    case ApiMethod::Post: return "POST";
+    case ApiMethod::Put: return "PUT";
+    case ApiMethod::Delete: return "DELETE";
+  }
+  return "GET";
+}
+
+// What one request did: the status and httplib's error (Canceled when a receiver ended it on purpose).
 struct Outcome {
   int status = 0;
   httplib::Error error = httplib::Error::Success;
 };
 
-// The GET itself with the parts every request shares: the deadline's watchdog, stop(), the
+// The request itself with the parts every request shares: the deadline's watchdog, stop(), the
 // token and the CA. `refused` is set by the receivers when they refuse the body (it wins over the
-// Canceled error that follows).
+// Canceled error that follows). `body` (JSON) goes out with POST / PUT / DELETE when not empty.
 Result<Outcome> perform(const ApiServer& server, const std::string& token, Interrupter& interrupter,
-                        const std::string& path, std::chrono::milliseconds deadline,
-                        const httplib::ResponseHandler& on_response, const httplib::ContentReceiver& on_body,
-                        const std::optional<Error>& refused) {
-  const std::string what = "GET " + server.base_url + path;
+                        ApiMethod method, const std::string& path, const std::string& body,
+                        std::chrono::milliseconds deadline, const httplib::ResponseHandler& on_response,
+                        const httplib::ContentReceiver& on_body, const std::optional<Error>& refused) {
+  const std::string what = std::string(method_name(method)) + " " + server.base_url + path;
   if (interrupter.stopped()) return Error::unavailable(what + ": stopping");
   httplib::Client client(server.base_url);
   if (!client.is_valid()) return Error::invalid(what + ": not a usable API server URL");
@@ -136,16 +146,31 @@ Result<Outcome> perform(const ApiServer& server, const std::string& token, Inter
   if (!token.empty()) client.set_bearer_token_auth(token);
   if (!server.ca_file.empty()) client.set_ca_cert_path(server.ca_file);
   Outcome outcome;
-  auto res = client.Get(path, httplib::Headers{{"Accept", "application/json"}},
-                        [&](const httplib::Response& r) {
-                          outcome.status = r.status;
-                          return on_response ? on_response(r) : true;
-                        },
-                        on_body);
+  httplib::Request req;
+  req.method = method_name(method);
+  req.path = path;
+  req.headers = httplib::Headers{{"Accept", "application/json"}};
+  if (!body.empty()) {
+    req.body = body;
+    req.set_header("Content-Type", "application/json");
+  }
+  req.response_handler = [&](const httplib::Response& r) {
+    outcome.status = r.status;
+    return on_response ? on_response(r) : true;
+  };
+  req.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) { return on_body(data, length); };
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  const auto started = std::chrono::steady_clock::now();
+  const bool sent = client.send(req, res, error);
   if (interrupter.stopped()) return Error::unavailable(what + ": stopping");
-  if (request.timed_out()) return Error::unavailable(what + ": no complete answer within " + seconds(deadline));
+  // httplib's own read timeout equals the deadline and may fire a moment before the watchdog: a
+  // failure at the deadline is the deadline either way (not a "Read" error).
+  const bool past_deadline = std::chrono::steady_clock::now() - started >= deadline;
+  if (request.timed_out() || (!sent && error != httplib::Error::Canceled && past_deadline))
+    return Error::unavailable(what + ": no complete answer within " + seconds(deadline));
   if (refused) return Error{refused->code, what + ": " + refused->message};
-  outcome.error = res ? httplib::Error::Success : res.error();
+  outcome.error = sent ? httplib::Error::Success : error;
   if (outcome.error != httplib::Error::Success && outcome.error != httplib::Error::Canceled)
     return Error::unavailable(what + ": " + httplib::to_string(outcome.error));
   return outcome;
@@ -173,6 +198,11 @@ std::string ApiClient::bearer_token() const {
 }
 
 Result<ApiAnswer> ApiClient::get(const std::string& path, std::chrono::milliseconds deadline, size_t max_body) const {
+  return request(ApiMethod::Get, path, "", deadline, max_body);
+}
+
+Result<ApiAnswer> ApiClient::request(ApiMethod method, const std::string& path, const std::string& body,
+                                     std::chrono::milliseconds deadline, size_t max_body) const {
   ApiAnswer answer;
   std::optional<Error> refused;
   auto on_body = [&](const char* data, size_t length) {
@@ -183,10 +213,12 @@ Result<ApiAnswer> ApiClient::get(const std::string& path, std::chrono::milliseco
     answer.body.append(data, length);
     return true;
   };
-  auto outcome = perform(server_, bearer_token(), interrupter_, path, deadline, nullptr, on_body, refused);
+  auto outcome =
+      perform(server_, bearer_token(), interrupter_, method, path, body, deadline, nullptr, on_body, refused);
   if (!outcome) return outcome.error();
   if (outcome->error != httplib::Error::Success)
-    return Error::unavailable("GET " + server_.base_url + path + ": " + httplib::to_string(outcome->error));
+    return Error::unavailable(std::string(method_name(method)) + " " + server_.base_url + path + ": " +
+                              httplib::to_string(outcome->error));
   answer.status = outcome->status;
   return answer;
 }
@@ -216,7 +248,8 @@ Result<ApiAnswer> ApiClient::stream_lines(const std::string& path, std::chrono::
   };
   // A Canceled outcome here is a receiver ending the exchange on purpose (on_line said stop, or
   // the error body was long enough); every real failure came back as an Error.
-  auto outcome = perform(server_, bearer_token(), interrupter_, path, deadline, on_response, on_body, refused);
+  auto outcome = perform(server_, bearer_token(), interrupter_, ApiMethod::Get, path, "", deadline, on_response,
+                         on_body, refused);
   if (!outcome) return outcome.error();
   answer.status = outcome->status;
   return answer;

@@ -18,7 +18,7 @@
 namespace kgpu::kube {
 
 // Ends the request in flight (and refuses later ones) once stop() is called; also the stoppable
-// sleep for backoff. Shared by every request of one owner (the node watcher).
+// sleep for backoff. Shared by every request of one owner (the node watcher, the slice publisher).
 class Interrupter {
  public:
   Interrupter() = default;
@@ -44,6 +44,8 @@ struct ApiAnswer {
   std::string body;  // at most the request's size limit
 };
 
+enum class ApiMethod { Get, Post, Put, Delete };
+
 class ApiClient {
  public:
   ApiClient(ApiServer server, Interrupter& interrupter);
@@ -51,6 +53,24 @@ class ApiClient {
   // GET `path`; an answer larger than `max_body` bytes, a connection failure, the deadline or
   // stop() are errors. Any HTTP status is an answer.
   Result<ApiAnswer> get(const std::string& path, std::chrono::milliseconds deadline, size_t max_body) const;
+
+  // Any method with a JSON `body` (sent with Content-Type application/json when not empty), under
+  // the same rules as get(): deadline for the whole exchange, `max_body` for the answer, stop().
+  Result<ApiAnswer> request(ApiMethod method, const std::string& path, const std::string& body,
+                            std::chrono::milliseconds deadline, size_t max_body) const;
+  Result<ApiAnswer> post(const std::string& path, const std::string& body, std::chrono::milliseconds deadline,
+                         size_t max_body) const {
+    return request(ApiMethod::Post, path, body, deadline, max_body);
+  }
+  Result<ApiAnswer> put(const std::string& path, const std::string& body, std::chrono::milliseconds deadline,
+                        size_t max_body) const {
+    return request(ApiMethod::Put, path, body, deadline, max_body);
+  }
+  // DELETE; `body` may carry DeleteOptions (preconditions) or be empty.
+  Result<ApiAnswer> remove(const std::string& path, const std::string& body, std::chrono::milliseconds deadline,
+                           size_t max_body) const {
+    return request(ApiMethod::Delete, path, body, deadline, max_body);
+  }
 
   // GET `path` as a stream of newline-delimited lines (a watch). A 200 answer's lines go to
   // `on_line` (false: end the stream here); another status's body (at most 4 KiB) comes back in

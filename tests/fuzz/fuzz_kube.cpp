@@ -4,8 +4,9 @@
 //  - typed: the input drives a generator that writes a Node / watch event in which any field may
 //    have any JSON type (a number for "kind", a string for "code", an object for a label value):
 //    the mistakes a real server, a proxy or an attacker makes, which raw byte mutation rarely hits.
-// The labels of every Node that parsed go through the per-node config choice. Any answer gives a
-// value or an Error.
+// The labels of every Node that parsed go through the per-node config choice. The same input (raw,
+// then typed) is also read as a ResourceSliceList and as the resource.k8s.io discovery answer (what
+// the DRA slice publisher reads). Any answer gives a value or an Error.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstddef>
@@ -17,6 +18,7 @@
 
 #include "kube/node_config.h"
 #include "kube/node_object.h"
+#include "kube/resource_slice_list.h"
 
 namespace {
 
@@ -35,7 +37,24 @@ void choose(const kgpu::kube::NodeSnapshot& node) {
   }
 }
 
+// A list that parsed names every slice, and the generation it reports is the one in its spec.
+void read_slices(std::string_view text) {
+  if (auto list = kgpu::kube::parse_resource_slice_list(text)) {
+    for (const auto& slice : list->items) {
+      if (slice.name.empty() || !slice.spec.is_object()) __builtin_trap();
+      const auto pool = slice.spec.find("pool");
+      if (pool == slice.spec.end() || !pool->is_object()) __builtin_trap();
+      const auto generation = pool->find("generation");
+      if (generation != pool->end() && generation->is_number_integer() &&
+          generation->get<int64_t>() != slice.generation)
+        __builtin_trap();
+    }
+  }
+  if (auto versions = kgpu::kube::parse_api_group_versions(text)) (void)versions->size();
+}
+
 void parse_answer(std::string_view text) {
+  read_slices(text);
   if (auto node = kgpu::kube::parse_node(text)) choose(*node);
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);
@@ -48,7 +67,8 @@ void parse_answer(std::string_view text) {
 }
 
 const char* const kWords[] = {"Node", "Status", "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "v1",
-                              "nvidia.com/device-plugin.config", "default", "..", "a/b", ""};
+                              "nvidia.com/device-plugin.config", "default", "..", "a/b", "", "ResourceSliceList",
+                              "gpu.nvidia.com", "v1beta1"};
 
 json any_value(FuzzedDataProvider& in, int depth) {
   switch (in.ConsumeIntegralInRange<int>(0, depth > 0 ? 7 : 5)) {
@@ -111,11 +131,52 @@ std::string typed_answer(FuzzedDataProvider& in) {
   return text;
 }
 
+json slice_object(FuzzedDataProvider& in) {
+  json pool = json::object();
+  field(in, pool, "name", "node-1");
+  field(in, pool, "generation", in.ConsumeIntegral<int64_t>());
+  field(in, pool, "resourceSliceCount", in.ConsumeIntegralInRange<int64_t>(-1, 3));
+  json spec = json::object();
+  field(in, spec, "driver", "gpu.nvidia.com");
+  field(in, spec, "nodeName", "node-1");
+  field(in, spec, "pool", pool);
+  field(in, spec, "devices", json::array({{{"name", "gpu-0"}}}));
+  json metadata = json::object();
+  field(in, metadata, "name", in.ConsumeRandomLengthString(16));
+  field(in, metadata, "resourceVersion", std::to_string(in.ConsumeIntegral<uint32_t>()));
+  field(in, metadata, "ownerReferences", json::array({{{"kind", "Node"}, {"uid", "u"}}}));
+  json slice = json::object();
+  field(in, slice, "metadata", metadata);
+  field(in, slice, "spec", spec);
+  return slice;
+}
+
+// A ResourceSliceList or an APIGroup in which any field may be missing or of any type.
+std::string typed_slice_answer(FuzzedDataProvider& in) {
+  json items = json::array();
+  for (int n = in.ConsumeIntegralInRange<int>(0, 3); n > 0; --n) items.push_back(slice_object(in));
+  json metadata = json::object();
+  field(in, metadata, "continue", in.ConsumeRandomLengthString(8));
+  json versions = json::array();
+  for (int n = in.ConsumeIntegralInRange<int>(0, 2); n > 0; --n) {
+    json v = json::object();
+    field(in, v, "version", kWords[in.ConsumeIntegralInRange<size_t>(13, 15)]);
+    versions.push_back(v);
+  }
+  json doc = json::object();
+  field(in, doc, "kind", "ResourceSliceList");
+  field(in, doc, "metadata", metadata);
+  field(in, doc, "items", items);
+  field(in, doc, "versions", versions);
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   parse_answer(std::string_view(reinterpret_cast<const char*>(data), size));
   FuzzedDataProvider in(data, size);
   parse_answer(typed_answer(in));
+  read_slices(typed_slice_answer(in));
   return 0;
 }

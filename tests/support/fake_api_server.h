@@ -4,6 +4,14 @@
 // given one so a test can start it after the client first found nothing listening). set_labels()
 // bumps the resourceVersion and pushes a MODIFIED event to every open watch. set_fault() makes
 // every later request misbehave the way a broken or overloaded API server does.
+//
+// resource.k8s.io ResourceSlices (v1 and v1beta1 paths; served versions settable): API-group
+// discovery, list with the spec.nodeName / spec.driver field selectors (paged when asked), get,
+// create, update (resourceVersion required and checked: 409 on a stale one) and delete. Every body
+// received is checked against the ResourceSlice schema essentials (required fields and their types,
+// name formats, at most 128 devices, v1 vs v1beta1 device shape, no unknown fields): a malformed one
+// gets 422 and is counted, so tests fail on it. fail_slice_writes() / fail_slice_lists() make the
+// next requests answer a given status (409 once, 500...).
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,6 +22,8 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
+#include <regex>
+#include <set>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -106,6 +116,7 @@ class FakeApiServer {
         return true;
       });
     });
+    add_resource_slice_routes();
     if (port == 0) {
       port_ = server_.bind_to_any_port("127.0.0.1");
     } else {
@@ -201,6 +212,85 @@ class FakeApiServer {
     std::lock_guard lock(mu_);
     return tokens_seen_;
   }
+  // ---- resource.k8s.io ResourceSlices ----
+
+  struct SliceCounts {
+    int discoveries = 0, lists = 0, gets = 0, creates = 0, updates = 0, deletes = 0;
+    int rejected = 0;   // bodies that failed validation (422)
+    int conflicts = 0;  // 409s answered (stale resourceVersion, name taken, or injected)
+    int writes() const { return creates + updates + deletes; }
+  };
+  SliceCounts slice_counts() const {
+    std::lock_guard lock(mu_);
+    return slice_counts_;
+  }
+  // Why each rejected body was rejected.
+  std::vector<std::string> slice_rejections() const {
+    std::lock_guard lock(mu_);
+    return slice_rejections_;
+  }
+  // The versions resource.k8s.io serves (discovery and paths); default v1 and v1beta1.
+  void serve_resource_versions(std::vector<std::string> versions) {
+    std::lock_guard lock(mu_);
+    resource_versions_ = std::move(versions);
+  }
+  // The next `times` slice writes (POST, PUT, DELETE) answer `status` with a Status body.
+  void fail_slice_writes(int status, int times = 1) {
+    std::lock_guard lock(mu_);
+    write_failures_ = {status, times};
+  }
+  // The next `times` slice lists answer `status`.
+  void fail_slice_lists(int status, int times = 1) {
+    std::lock_guard lock(mu_);
+    list_failures_ = {status, times};
+  }
+  // While set, slice writes are accepted and then left unanswered (a hung API server).
+  void stall_slice_writes(bool stall) {
+    {
+      std::lock_guard lock(mu_);
+      stall_slice_writes_ = stall;
+    }
+    cv_.notify_all();
+  }
+  // Blocks until at least `count` slice writes arrived (answered or not), or the timeout passes.
+  bool wait_slice_writes(int count, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return slice_counts_.writes() >= count; });
+  }
+  // Lists answer at most `n` items per page with a continue token (0: everything at once).
+  void set_slice_page_size(size_t n) {
+    std::lock_guard lock(mu_);
+    page_size_ = n;
+  }
+  // Stores a slice as another writer would (no validation); `object` in `version`'s shape.
+  void put_slice(nlohmann::json object, const std::string& version = "v1") {
+    std::lock_guard lock(mu_);
+    const std::string name = object["metadata"]["name"].get<std::string>();
+    store_slice(name, std::move(object), version);
+  }
+  // Someone else updated the slice: a new resourceVersion, so a writer's stale one conflicts.
+  void touch_slice(const std::string& name) {
+    std::lock_guard lock(mu_);
+    auto it = slices_.find(name);
+    if (it != slices_.end()) it->second.resource_version = ++slice_rv_;
+  }
+  // As touch_slice(), right after the next list is answered: a writer racing the lister.
+  void touch_slice_after_next_list(std::string name) {
+    std::lock_guard lock(mu_);
+    touch_after_list_ = std::move(name);
+  }
+  void remove_slice(const std::string& name) {
+    std::lock_guard lock(mu_);
+    slices_.erase(name);
+  }
+  // Every stored slice by name, as `version` serves it (with metadata.resourceVersion).
+  std::map<std::string, nlohmann::json> slices(const std::string& version = "v1") const {
+    std::lock_guard lock(mu_);
+    std::map<std::string, nlohmann::json> out;
+    for (const auto& [name, stored] : slices_) out[name] = served_slice(stored, version);
+    return out;
+  }
+
   // Blocks until a (healthy) watch is open (or the timeout passes).
   bool wait_watching(std::chrono::milliseconds timeout, int at_least = 1) {
     std::unique_lock lock(mu_);
@@ -248,6 +338,349 @@ class FakeApiServer {
       return sink.write(kChunk.data(), kChunk.size());
     });
   }
+  // ---- resource.k8s.io ResourceSlices ----
+  struct StoredSlice {
+    nlohmann::json object;  // as received, in `version`'s shape
+    std::string version;    // "v1" or "v1beta1"
+    size_t resource_version = 0;
+    std::string uid;
+  };
+  struct Failures {
+    int status = 0;
+    int times = 0;
+  };
+
+  void add_resource_slice_routes() {
+    using nlohmann::json;
+    server_.Get("/apis/resource.k8s.io", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      ++slice_counts_.discoveries;
+      json versions = json::array();
+      for (const auto& v : resource_versions_)
+        versions.push_back({{"groupVersion", "resource.k8s.io/" + v}, {"version", v}});
+      json group{{"kind", "APIGroup"}, {"apiVersion", "v1"}, {"name", "resource.k8s.io"}, {"versions", versions}};
+      if (!resource_versions_.empty()) group["preferredVersion"] = versions[0];
+      res.set_content(group.dump(), "application/json");
+    });
+    const std::string collection = R"(/apis/resource\.k8s\.io/([a-z0-9]+)/resourceslices)";
+    const std::string item = collection + "/([^/]+)";
+    server_.Get(collection, [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      ++slice_counts_.lists;
+      const std::string version = req.matches[1];
+      if (!serves(version)) return status(res, 404, "NotFound");
+      if (take(list_failures_, res)) return;
+      std::map<std::string, std::string> selector;
+      if (req.has_param("fieldSelector")) {
+        std::string text = req.get_param_value("fieldSelector");
+        for (size_t start = 0; start <= text.size();) {
+          size_t end = text.find(',', start);
+          if (end == std::string::npos) end = text.size();
+          const std::string term = text.substr(start, end - start);
+          const size_t eq = term.find('=');
+          if (eq == std::string::npos) return status(res, 400, "BadRequest");
+          const std::string key = term.substr(0, eq);
+          if (key != "spec.nodeName" && key != "spec.driver" && key != "metadata.name")
+            return status(res, 400, "BadRequest");
+          selector[key] = term.substr(eq + 1);
+          start = end + 1;
+        }
+      }
+      json items = json::array();
+      for (const auto& [name, stored] : slices_) {
+        json served = served_slice(stored, version);
+        served.erase("apiVersion");  // list items carry no apiVersion / kind, as the real server's
+        served.erase("kind");
+        bool match = true;
+        for (const auto& [key, want] : selector) {
+          const json& spec = served["spec"];
+          const std::string have = key == "metadata.name" ? name
+                                   : key == "spec.driver" ? spec.value("driver", "")
+                                                          : spec.value("nodeName", "");
+          match = match && have == want;
+        }
+        if (match) items.push_back(std::move(served));
+      }
+      size_t offset = 0;
+      if (req.has_param("continue")) {
+        const std::string token = req.get_param_value("continue");
+        if (token.rfind("o:", 0) != 0) return status(res, 400, "BadRequest");
+        offset = std::stoul(token.substr(2));
+      }
+      json page = json::array();
+      for (size_t i = offset; i < items.size() && (page_size_ == 0 || page.size() < page_size_); ++i)
+        page.push_back(items[i]);
+      json metadata{{"resourceVersion", std::to_string(slice_rv_)}};
+      if (page_size_ != 0 && offset + page.size() < items.size())
+        metadata["continue"] = "o:" + std::to_string(offset + page.size());
+      if (!touch_after_list_.empty()) {
+        if (auto it = slices_.find(touch_after_list_); it != slices_.end()) it->second.resource_version = ++slice_rv_;
+        touch_after_list_.clear();
+      }
+      res.set_content(json{{"kind", "ResourceSliceList"},
+                           {"apiVersion", "resource.k8s.io/" + version},
+                           {"metadata", metadata},
+                           {"items", page}}
+                          .dump(),
+                      "application/json");
+    });
+    server_.Get(item, [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      ++slice_counts_.gets;
+      const std::string version = req.matches[1];
+      if (!serves(version)) return status(res, 404, "NotFound");
+      auto it = slices_.find(req.matches[2]);
+      if (it == slices_.end()) return status(res, 404, "NotFound");
+      res.set_content(served_slice(it->second, version).dump(), "application/json");
+    });
+    server_.Post(collection, [this](const httplib::Request& req, httplib::Response& res) {
+      std::unique_lock lock(mu_);
+      ++slice_counts_.creates;
+      cv_.notify_all();
+      if (!wait_out_slice_stall(lock)) return status(res, 503, "ServiceUnavailable");
+      const std::string version = req.matches[1];
+      if (!serves(version)) return status(res, 404, "NotFound");
+      if (take(write_failures_, res)) return;
+      json body = json::parse(req.body, nullptr, false);
+      if (auto problem = validate_slice(body, version); !problem.empty()) return reject(res, problem);
+      if (body["metadata"].contains("resourceVersion")) return reject(res, "metadata.resourceVersion must not be set on create");
+      const std::string name = body["metadata"]["name"];
+      if (slices_.count(name)) {
+        ++slice_counts_.conflicts;
+        return status(res, 409, "AlreadyExists");
+      }
+      store_slice(name, std::move(body), version);
+      res.status = 201;
+      res.set_content(served_slice(slices_.at(name), version).dump(), "application/json");
+    });
+    server_.Put(item, [this](const httplib::Request& req, httplib::Response& res) {
+      std::unique_lock lock(mu_);
+      ++slice_counts_.updates;
+      cv_.notify_all();
+      if (!wait_out_slice_stall(lock)) return status(res, 503, "ServiceUnavailable");
+      const std::string version = req.matches[1];
+      const std::string name = req.matches[2];
+      if (!serves(version)) return status(res, 404, "NotFound");
+      if (take(write_failures_, res)) return;
+      json body = json::parse(req.body, nullptr, false);
+      if (auto problem = validate_slice(body, version); !problem.empty()) return reject(res, problem);
+      if (body["metadata"]["name"] != name) return reject(res, "metadata.name does not match the path");
+      auto it = slices_.find(name);
+      if (it == slices_.end()) return status(res, 404, "NotFound");
+      const json& rv = body["metadata"]["resourceVersion"];
+      if (!rv.is_string() || rv.get<std::string>().empty())
+        return reject(res, "metadata.resourceVersion: must be specified for an update");
+      if (rv.get<std::string>() != std::to_string(it->second.resource_version)) {
+        ++slice_counts_.conflicts;
+        return status(res, 409, "Conflict");
+      }
+      const json old = served_slice(it->second, version);
+      for (const char* key : {"driver", "nodeName"})
+        if (old["spec"].value(key, "") != body["spec"].value(key, ""))
+          return reject(res, std::string("spec.") + key + ": field is immutable");
+      if (old["spec"]["pool"]["name"] != body["spec"]["pool"]["name"]) return reject(res, "spec.pool.name: field is immutable");
+      const std::string uid = it->second.uid;
+      body["metadata"].erase("resourceVersion");
+      store_slice(name, std::move(body), version);
+      slices_.at(name).uid = uid;
+      res.set_content(served_slice(slices_.at(name), version).dump(), "application/json");
+    });
+    server_.Delete(item, [this](const httplib::Request& req, httplib::Response& res) {
+      std::unique_lock lock(mu_);
+      ++slice_counts_.deletes;
+      cv_.notify_all();
+      if (!wait_out_slice_stall(lock)) return status(res, 503, "ServiceUnavailable");
+      const std::string version = req.matches[1];
+      if (!serves(version)) return status(res, 404, "NotFound");
+      if (take(write_failures_, res)) return;
+      if (slices_.erase(req.matches[2]) == 0) return status(res, 404, "NotFound");
+      res.set_content(json{{"kind", "Status"}, {"status", "Success"}}.dump(), "application/json");
+    });
+  }
+
+  // mu_ held. A stalled slice write waits here; false when it was released by the server stopping.
+  bool wait_out_slice_stall(std::unique_lock<std::mutex>& lock) {
+    cv_.wait(lock, [&] { return stopping_ || !stall_slice_writes_; });
+    return !stopping_;
+  }
+  bool serves(const std::string& version) const {
+    return std::find(resource_versions_.begin(), resource_versions_.end(), version) != resource_versions_.end();
+  }
+  bool take(Failures& failures, httplib::Response& res) {
+    if (failures.times <= 0) return false;
+    --failures.times;
+    if (failures.status == 409) ++slice_counts_.conflicts;
+    status(res, failures.status, failures.status == 409 ? "Conflict" : "InternalError");
+    return true;
+  }
+  void reject(httplib::Response& res, const std::string& problem) {
+    ++slice_counts_.rejected;
+    slice_rejections_.push_back(problem);
+    res.status = 422;
+    res.set_content(nlohmann::json{{"kind", "Status"}, {"status", "Failure"}, {"reason", "Invalid"}, {"code", 422},
+                                   {"message", problem}}
+                        .dump(),
+                    "application/json");
+  }
+  void store_slice(const std::string& name, nlohmann::json object, const std::string& version) {
+    StoredSlice stored;
+    stored.object = std::move(object);
+    stored.version = version;
+    stored.resource_version = ++slice_rv_;
+    stored.uid = "uid-" + std::to_string(stored.resource_version);
+    slices_[name] = std::move(stored);
+  }
+  // The stored slice converted to `version` (v1beta1 nests attributes and capacity under "basic"),
+  // with the metadata the server adds.
+  static nlohmann::json served_slice(const StoredSlice& stored, const std::string& version) {
+    nlohmann::json out = stored.object;
+    out["apiVersion"] = "resource.k8s.io/" + version;
+    out["metadata"]["resourceVersion"] = std::to_string(stored.resource_version);
+    out["metadata"]["uid"] = stored.uid;
+    out["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z";
+    out["metadata"]["managedFields"] = nlohmann::json::array({{{"manager", "kgpu"}, {"operation", "Update"}}});
+    if (stored.version != version && out["spec"].contains("devices") && out["spec"]["devices"].is_array()) {
+      for (auto& d : out["spec"]["devices"]) {
+        if (version == "v1beta1") {
+          nlohmann::json basic = nlohmann::json::object();
+          for (const char* key : {"attributes", "capacity"})
+            if (d.contains(key)) {
+              basic[key] = d[key];
+              d.erase(key);
+            }
+          d["basic"] = basic;
+        } else if (d.contains("basic")) {
+          for (auto& [key, value] : d["basic"].items()) d[key] = value;
+          d.erase("basic");
+        }
+      }
+    }
+    return out;
+  }
+
+  // The ResourceSlice schema essentials (k8s.io/api resource v1 / v1beta1 types and validation):
+  // "" when `s` passes, else the first problem.
+  static std::string validate_slice(const nlohmann::json& s, const std::string& version) {
+    using nlohmann::json;
+    static const std::regex kDnsLabel("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+    static const std::regex kDnsSubdomain("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+    static const std::regex kCIdentifier("[A-Za-z_][A-Za-z0-9_]*");
+    static const std::regex kSemver(
+        "(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\\+[0-9A-Za-z.-]+)?");
+    static const std::regex kQuantity("[+-]?[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?");
+    auto only = [](const json& o, std::set<std::string> allowed, const std::string& where) -> std::string {
+      for (const auto& [key, value] : o.items())
+        if (!allowed.count(key)) return where + ": unknown field \"" + key + "\"";
+      return "";
+    };
+    auto subdomain = [&](const std::string& v, size_t max) {
+      return !v.empty() && v.size() <= max && std::regex_match(v, kDnsSubdomain);
+    };
+    if (!s.is_object()) return "the body is not a JSON object";
+    if (s.value("apiVersion", json()) != "resource.k8s.io/" + version) return "apiVersion is not resource.k8s.io/" + version;
+    if (s.value("kind", json()) != "ResourceSlice") return "kind is not ResourceSlice";
+    if (auto p = only(s, {"apiVersion", "kind", "metadata", "spec"}, "object"); !p.empty()) return p;
+    const json& meta = s.value("metadata", json());
+    if (!meta.is_object()) return "metadata is missing";
+    if (!meta.contains("name") || !meta["name"].is_string() || !subdomain(meta["name"], 253))
+      return "metadata.name is not a DNS subdomain";
+    if (auto p = only(meta, {"name", "resourceVersion", "ownerReferences", "labels", "uid"}, "metadata"); !p.empty()) return p;
+    if (meta.contains("resourceVersion") && !meta["resourceVersion"].is_string()) return "metadata.resourceVersion is not a string";
+    if (meta.contains("ownerReferences")) {
+      if (!meta["ownerReferences"].is_array()) return "metadata.ownerReferences is not an array";
+      for (const auto& o : meta["ownerReferences"]) {
+        for (const char* key : {"apiVersion", "kind", "name", "uid"})
+          if (!o.is_object() || !o.contains(key) || !o[key].is_string() || o[key].get<std::string>().empty())
+            return std::string("metadata.ownerReferences[].") + key + " is required";
+        if (o.contains("controller") && !o["controller"].is_boolean()) return "ownerReferences[].controller is not a bool";
+      }
+    }
+    const json& spec = s.value("spec", json());
+    if (!spec.is_object()) return "spec is missing";
+    if (auto p = only(spec, {"driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices"}, "spec"); !p.empty())
+      return p;
+    if (!spec.contains("driver") || !spec["driver"].is_string() || !subdomain(spec["driver"], 63))
+      return "spec.driver is not a DNS subdomain of at most 63 characters";
+    const json& pool = spec.value("pool", json());
+    if (!pool.is_object()) return "spec.pool is missing";
+    if (auto p = only(pool, {"name", "generation", "resourceSliceCount"}, "spec.pool"); !p.empty()) return p;
+    if (!pool.contains("name") || !pool["name"].is_string() || pool["name"].get<std::string>().empty() ||
+        pool["name"].get<std::string>().size() > 253)
+      return "spec.pool.name is required (at most 253 characters)";
+    if (!pool.contains("generation") || !pool["generation"].is_number_integer() || pool["generation"].get<int64_t>() < 0)
+      return "spec.pool.generation must be a non-negative integer";
+    if (!pool.contains("resourceSliceCount") || !pool["resourceSliceCount"].is_number_integer() ||
+        pool["resourceSliceCount"].get<int64_t>() <= 0)
+      return "spec.pool.resourceSliceCount must be a positive integer";
+    int placements = 0;
+    if (spec.contains("nodeName")) {
+      if (!spec["nodeName"].is_string() || !subdomain(spec["nodeName"], 253)) return "spec.nodeName is not a node name";
+      ++placements;
+    }
+    if (spec.contains("nodeSelector")) ++placements;
+    if (spec.contains("allNodes")) {
+      if (!spec["allNodes"].is_boolean()) return "spec.allNodes is not a bool";
+      if (spec["allNodes"].get<bool>()) ++placements;
+    }
+    if (placements != 1) return "exactly one of spec.nodeName, spec.nodeSelector, spec.allNodes is required";
+    const json& devices = spec.value("devices", json::array());
+    if (!devices.is_array()) return "spec.devices is not an array";
+    if (devices.size() > 128) return "spec.devices: must have at most 128 items";
+    std::set<std::string> names;
+    for (const auto& d : devices) {
+      if (!d.is_object()) return "spec.devices[] is not an object";
+      if (!d.contains("name") || !d["name"].is_string() || d["name"].get<std::string>().size() > 63 ||
+          !std::regex_match(d["name"].get<std::string>(), kDnsLabel))
+        return "spec.devices[].name is not a DNS label";
+      if (!names.insert(d["name"].get<std::string>()).second) return "spec.devices[].name is not unique";
+      const json* fields = &d;
+      if (version == "v1beta1") {
+        if (auto p = only(d, {"name", "basic"}, "spec.devices[]"); !p.empty()) return p;
+        if (!d.contains("basic") || !d["basic"].is_object()) return "spec.devices[].basic is required in v1beta1";
+        fields = &d["basic"];
+        if (auto p = only(*fields, {"attributes", "capacity"}, "spec.devices[].basic"); !p.empty()) return p;
+      } else {
+        if (auto p = only(d, {"name", "attributes", "capacity"}, "spec.devices[]"); !p.empty()) return p;
+      }
+      const json& attributes = fields->value("attributes", json::object());
+      const json& capacity = fields->value("capacity", json::object());
+      if (!attributes.is_object() || !capacity.is_object()) return "attributes / capacity is not a map";
+      if (attributes.size() + capacity.size() > 32) return "more than 32 attributes and capacities in one device";
+      auto qualified = [&](const std::string& name) {
+        const size_t slash = name.find('/');
+        const std::string id = slash == std::string::npos ? name : name.substr(slash + 1);
+        if (id.empty() || id.size() > 32 || !std::regex_match(id, kCIdentifier)) return false;
+        return slash == std::string::npos || subdomain(name.substr(0, slash), 63);
+      };
+      for (const auto& [name, value] : attributes.items()) {
+        if (!qualified(name)) return "attribute name \"" + name + "\" is not a qualified name";
+        if (!value.is_object() || value.size() != 1) return "attribute " + name + " must have exactly one value";
+        const std::string type = value.begin().key();
+        const json& v = value.begin().value();
+        if (type == "int") {
+          if (!v.is_number_integer()) return "attribute " + name + ".int is not an integer";
+        } else if (type == "bool") {
+          if (!v.is_boolean()) return "attribute " + name + ".bool is not a bool";
+        } else if (type == "string") {
+          if (!v.is_string() || v.get<std::string>().size() > 64) return "attribute " + name + ".string is not a string of <= 64";
+        } else if (type == "version") {
+          if (!v.is_string() || v.get<std::string>().size() > 64 || !std::regex_match(v.get<std::string>(), kSemver))
+            return "attribute " + name + ".version is not a semantic version";
+        } else {
+          return "attribute " + name + " has an unknown value type \"" + type + "\"";
+        }
+      }
+      for (const auto& [name, value] : capacity.items()) {
+        if (!qualified(name)) return "capacity name \"" + name + "\" is not a qualified name";
+        if (!value.is_object() || !value.contains("value") || !value["value"].is_string() ||
+            !std::regex_match(value["value"].get<std::string>(), kQuantity))
+          return "capacity " + name + " has no quantity value";
+        if (auto p = only(value, {"value"}, "capacity " + name); !p.empty()) return p;
+      }
+    }
+    return "";
+  }
+
   // Index of the first event newer than resource version `version` (mu_ held).
   size_t first_after(size_t version) const {
     size_t i = 0;
@@ -271,6 +704,15 @@ class FakeApiServer {
   int watches_ = 0, gets_ = 0, requests_ = 0;
   size_t endless_sent_ = 0;
   int epoch_ = 0;  // end_watches() count
+  std::map<std::string, StoredSlice> slices_;
+  size_t slice_rv_ = 1000;
+  std::vector<std::string> resource_versions_{"v1", "v1beta1"};
+  Failures write_failures_, list_failures_;
+  size_t page_size_ = 0;
+  bool stall_slice_writes_ = false;
+  std::string touch_after_list_;
+  SliceCounts slice_counts_;
+  std::vector<std::string> slice_rejections_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   httplib::Server server_;

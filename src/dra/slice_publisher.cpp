@@ -1,0 +1,381 @@
+#include "dra/slice_publisher.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <exception>
+#include <set>
+
+#include "dra/slice_publisher_diff.h"
+#include "kube/resource_slice_list.h"
+
+namespace kgpu::dra {
+namespace {
+
+// Kubernetes caps one object at about 1.5 MiB; a slice of 128 devices is a few hundred KiB. A list
+// page or an answer beyond these is refused instead of buffered.
+constexpr size_t kMaxListBytes = 32 * 1024 * 1024;
+constexpr size_t kMaxObjectBytes = 4 * 1024 * 1024;
+constexpr int kMaxListPages = 100;
+
+const char* version_segment(SliceApi api) { return api == SliceApi::V1 ? "v1" : "v1beta1"; }
+
+std::string collection_path(SliceApi api) {
+  return std::string("/apis/resource.k8s.io/") + version_segment(api) + "/resourceslices";
+}
+
+// Query-string escaping for field selectors and continue tokens (RFC 3986 unreserved stay).
+std::string query_escape(const std::string& text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The start of an error answer, on one line and printable, for messages.
+std::string excerpt(const std::string& body) {
+  std::string out = body.substr(0, 300);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = ' ';
+  return out.empty() ? out : ": " + out;
+}
+
+std::string status_hint(int status) {
+  if (status == 401) return " (the service-account token was refused: expired or revoked?)";
+  if (status == 403)
+    return " (RBAC: the service account needs get/list/create/update/delete on resource.k8s.io resourceslices)";
+  if (status == 404) return " (resource.k8s.io is not served: is DRA enabled in this cluster?)";
+  return "";
+}
+
+Error http_error(const std::string& what, const kube::ApiAnswer& answer) {
+  return Error::unavailable(what + ": HTTP " + std::to_string(answer.status) + status_hint(answer.status) +
+                            excerpt(answer.body));
+}
+
+const char* kind_word(SliceWrite::Kind kind) {
+  switch (kind) {
+    case SliceWrite::Kind::Create: return "create";
+    case SliceWrite::Kind::Update: return "update";
+    case SliceWrite::Kind::Delete: return "delete";
+  }
+  return "write";
+}
+
+}  // namespace
+
+Result<SliceApi> choose_slice_api(const std::vector<std::string>& served) {
+  auto has = [&](const char* v) { return std::find(served.begin(), served.end(), v) != served.end(); };
+  if (has("v1")) return SliceApi::V1;
+  if (has("v1beta1")) return SliceApi::V1beta1;
+  std::string list;
+  for (const auto& v : served) list += (list.empty() ? "" : ", ") + v;
+  return Error::precondition("resource.k8s.io serves " + (list.empty() ? std::string("no version") : list) +
+                             "; kgpu writes ResourceSlices as v1 (Kubernetes 1.34+) or v1beta1 (1.32, 1.33)");
+}
+
+std::chrono::milliseconds SlicePublisher::Deadline::next() const {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+  if (left <= std::chrono::milliseconds(0)) return std::chrono::milliseconds(0);
+  return std::min(left, per_request);
+}
+
+SlicePublisher::SlicePublisher(kube::ApiServer server, SliceOptions options, std::optional<SliceApi> api_version)
+    : options_(std::move(options)),
+      worker_client_(server, worker_interrupter_),
+      cleanup_client_(std::move(server), cleanup_interrupter_),
+      api_(api_version) {}
+
+SlicePublisher::~SlicePublisher() { stop(); }
+
+void SlicePublisher::set_timing(const Timing& timing) { timing_ = timing; }
+
+void SlicePublisher::start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable() || stopping_) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void SlicePublisher::publish(std::vector<DriverPool> pools) {
+  {
+    std::lock_guard lock(mu_);
+    desired_ = std::move(pools);
+    ++state_.published;
+    dirty_ = true;
+  }
+  cv_.notify_all();
+}
+
+void SlicePublisher::resync() {
+  {
+    std::lock_guard lock(mu_);
+    written_.clear();
+    ++epoch_;
+    if (state_.published > 0) dirty_ = true;
+  }
+  cv_.notify_all();
+}
+
+void SlicePublisher::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  worker_interrupter_.stop();
+  cleanup_interrupter_.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+SlicePublisher::State SlicePublisher::state() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+bool SlicePublisher::wait_synced(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return state_.synced == state_.published && !dirty_; });
+}
+
+void SlicePublisher::run() {
+  std::chrono::milliseconds backoff = timing_.first_backoff;
+  // When the next pass may start: now, or the end of a backoff.
+  std::chrono::steady_clock::time_point retry_at{};  // the clock's epoch: long past
+  std::unique_lock lock(mu_);
+  while (true) {
+    // During a backoff only stop() ends the wait: a flapping health state must not hammer a
+    // failing API server. Otherwise the thread sleeps until there is something to write.
+    cv_.wait_until(lock, retry_at, [&] { return stopping_; });
+    cv_.wait(lock, [&] { return stopping_ || dirty_; });
+    if (stopping_) return;
+    dirty_ = false;
+    const auto pools = desired_;
+    const uint64_t version = state_.published;
+    lock.unlock();
+    Status result = Error::internal("unexpected failure");
+    // Thread entry: nothing may escape.
+    try {
+      result = pass(pools, worker_client_);
+    } catch (const std::exception& e) {
+      result = Error::internal(std::string("unexpected failure: ") + e.what());
+    } catch (...) {
+    }
+    lock.lock();
+    if (stopping_) return;
+    ++state_.passes;
+    if (result) {
+      if (!state_.problem.empty()) spdlog::info("DRA slices: the API server holds kgpu's slices again");
+      state_.problem.clear();
+      state_.synced = version;
+      backoff = timing_.first_backoff;
+      retry_at = {};
+    } else {
+      if (result.error().message != state_.problem)
+        spdlog::warn("DRA slices: {}; retrying with backoff", result.error().message);
+      state_.problem = result.error().message;
+      dirty_ = true;
+      retry_at = std::chrono::steady_clock::now() + backoff;
+      backoff = std::min(backoff * 2, timing_.max_backoff);
+    }
+    cv_.notify_all();
+  }
+}
+
+Status SlicePublisher::sync(const std::vector<DriverPool>& pools) {
+  auto result = pass(pools, worker_client_);
+  std::lock_guard lock(mu_);
+  ++state_.passes;
+  state_.problem = result ? std::string() : result.error().message;
+  return result;
+}
+
+std::vector<std::string> SlicePublisher::drivers(const std::vector<DriverPool>& pools) const {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& d) {
+    if (!d.empty() && std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  };
+  for (const auto& p : pools) add(p.driver);
+  add(options_.drivers.nvidia);
+  add(options_.drivers.amd);
+  add(options_.drivers.intel);
+  return out;
+}
+
+Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::ApiClient& client) {
+  std::optional<Error> first_problem;
+  for (const auto& driver : drivers(pools)) {
+    const DriverPool* desired = nullptr;
+    for (const auto& p : pools)
+      if (p.driver == driver) desired = &p;
+    uint64_t epoch = 0;
+    {
+      std::lock_guard lock(mu_);
+      epoch = epoch_;
+      auto it = written_.find(driver);
+      const bool same = it != written_.end() && (desired ? it->second && *it->second == *desired : !it->second);
+      if (same) continue;  // the API server already holds this driver's pool
+    }
+    // Each driver's pass has a budget of a few requests' deadlines: a slow server cannot hold the
+    // worker longer than that, and stop() ends it at once.
+    const Deadline deadline{std::chrono::steady_clock::now() + timing_.request_deadline * 8, timing_.request_deadline};
+    auto status = sync_driver(driver, desired, client, deadline);
+    if (!status) {
+      // The other drivers still get their pass; the first problem is reported.
+      if (!first_problem) first_problem = status.error();
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    if (epoch == epoch_) written_[driver] = desired ? std::optional<DriverPool>(*desired) : std::nullopt;
+  }
+  if (first_problem) return *first_problem;
+  return ok_status();
+}
+
+Result<SliceApi> SlicePublisher::api(const kube::ApiClient& client, const Deadline& deadline) {
+  {
+    std::lock_guard lock(mu_);
+    if (api_) return *api_;
+  }
+  const std::string path = "/apis/resource.k8s.io";
+  auto answer = client.get(path, deadline.next(), kMaxObjectBytes);
+  if (!answer) return answer.error();
+  if (answer->status != 200) return http_error("GET " + path, *answer);
+  auto versions = kube::parse_api_group_versions(answer->body);
+  if (!versions) return Error{versions.error().code, "GET " + path + ": " + versions.error().message};
+  auto chosen = choose_slice_api(*versions);
+  if (!chosen) return chosen.error();
+  spdlog::info("DRA slices: writing resource.k8s.io/{} ResourceSlices", version_segment(*chosen));
+  std::lock_guard lock(mu_);
+  api_ = *chosen;
+  return *chosen;
+}
+
+Result<std::vector<kube::ListedSlice>> SlicePublisher::list(const std::string& driver, const kube::ApiClient& client,
+                                                            const Deadline& deadline) const {
+  SliceApi api = SliceApi::V1;
+  {
+    std::lock_guard lock(mu_);
+    api = *api_;
+  }
+  const std::string base = collection_path(api) + "?fieldSelector=" +
+                           query_escape("spec.nodeName=" + options_.node_name + ",spec.driver=" + driver);
+  std::vector<kube::ListedSlice> slices;
+  std::string token;
+  for (int page = 0; page < kMaxListPages; ++page) {
+    const std::string path = token.empty() ? base : base + "&continue=" + query_escape(token);
+    auto answer = client.get(path, deadline.next(), kMaxListBytes);
+    if (!answer) return answer.error();
+    if (answer->status != 200) return http_error("GET " + path, *answer);
+    auto parsed = kube::parse_resource_slice_list(answer->body);
+    if (!parsed) return Error{parsed.error().code, "GET " + path + ": " + parsed.error().message};
+    for (auto& item : parsed->items) {
+      // The field selector should have done this; a server (or proxy) that ignored it must not make
+      // kgpu delete or overwrite another node's or driver's slices.
+      if (item.node_name != options_.node_name || item.driver != driver) continue;
+      slices.push_back(std::move(item));
+    }
+    if (parsed->continue_token.empty()) return slices;
+    token = std::move(parsed->continue_token);
+  }
+  return Error::unavailable("listing the ResourceSlices of " + driver + " took more than " +
+                            std::to_string(kMaxListPages) + " pages");
+}
+
+Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* desired, const kube::ApiClient& client,
+                                   const Deadline& deadline) {
+  auto chosen = api(client, deadline);
+  if (!chosen) return chosen.error();
+  const std::string collection = collection_path(*chosen);
+  for (int attempt = 0; attempt <= timing_.conflict_retries; ++attempt) {
+    auto listed = list(driver, client, deadline);
+    if (!listed) return listed.error();
+    int64_t min_generation = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = last_generation_.find(driver);
+      if (it != last_generation_.end()) min_generation = it->second;
+    }
+    const auto diff = diff_slices(desired, std::move(*listed), options_, *chosen, min_generation);
+    bool conflict = false;
+    size_t done = 0;
+    for (const auto& write : diff.writes) {
+      const std::string path = write.kind == SliceWrite::Kind::Create ? collection : collection + "/" + write.name;
+      const std::string what = std::string(kind_word(write.kind)) + " ResourceSlice " + write.name;
+      Result<kube::ApiAnswer> answer = Error::internal("not sent");
+      switch (write.kind) {
+        case SliceWrite::Kind::Create: answer = client.post(path, write.body, deadline.next(), kMaxObjectBytes); break;
+        case SliceWrite::Kind::Update: answer = client.put(path, write.body, deadline.next(), kMaxObjectBytes); break;
+        case SliceWrite::Kind::Delete: answer = client.remove(path, "", deadline.next(), kMaxObjectBytes); break;
+      }
+      if (!answer) return Error{answer.error().code, what + ": " + answer.error().message};
+      const int status = answer->status;
+      const bool gone = write.kind == SliceWrite::Kind::Delete && status == 404;  // deleted already: fine
+      if (status == 200 || status == 201 || status == 202 || gone) {
+        ++done;
+        continue;
+      }
+      // 409: changed (or created) by someone else since the LIST; 404 on an update: deleted since.
+      // Either way the LIST is stale: read again and diff again.
+      if (status == 409 || (write.kind == SliceWrite::Kind::Update && status == 404)) {
+        conflict = true;
+        break;
+      }
+      return http_error(what, *answer);
+    }
+    {
+      std::lock_guard lock(mu_);
+      state_.writes += done;
+      if (done > 0) {
+        int64_t& last = last_generation_[driver];
+        last = std::max(last, diff.generation);
+      }
+      if (!conflict) {
+        if (desired)
+          state_.generations[driver] = diff.generation;
+        else
+          state_.generations.erase(driver);
+      }
+    }
+    if (conflict) continue;
+    if (!diff.writes.empty())
+      spdlog::info("DRA slices: {} pool {} at generation {} ({} writes)", driver,
+                   desired ? desired->pool : options_.node_name, diff.generation, diff.writes.size());
+    return ok_status();
+  }
+  return Error::unavailable("ResourceSlices of " + driver + ": still conflicting after " +
+                            std::to_string(timing_.conflict_retries + 1) + " attempts");
+}
+
+Status SlicePublisher::delete_all(std::chrono::milliseconds timeout) {
+  std::vector<DriverPool> pools;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;  // the worker must not write again behind the deletes
+    pools = desired_;
+  }
+  cv_.notify_all();
+  worker_interrupter_.stop();
+  if (thread_.joinable()) thread_.join();
+  const Deadline deadline{std::chrono::steady_clock::now() + timeout, timing_.request_deadline};
+  std::optional<Error> first_problem;
+  for (const auto& driver : drivers(pools)) {
+    if (deadline.next().count() == 0) return Error::unavailable("deleting kgpu's ResourceSlices: out of time");
+    auto status = sync_driver(driver, nullptr, cleanup_client_, deadline);
+    if (!status && !first_problem) first_problem = status.error();
+  }
+  if (first_problem) return *first_problem;
+  std::lock_guard lock(mu_);
+  written_.clear();
+  return ok_status();
+}
+
+}  // namespace kgpu::dra

@@ -1,0 +1,125 @@
+#pragma once
+// SlicePublisher: keeps the API server's ResourceSlices of this node equal to what kgpu publishes,
+// one pool per DRA driver. publish() hands over the desired pools and returns at once; a worker
+// thread LISTs the node's slices of each changed driver, diffs them (diff_slices) and creates,
+// updates (with the listed resourceVersion) and deletes slices, bumping the pool generation on any
+// change and writing nothing when nothing changed. A 409 Conflict (someone else wrote meanwhile)
+// re-reads and retries at once; other failures are retried with capped backoff (logged once per
+// change of problem). The worker sleeps until publish() or a due retry: no polling. stop() ends the
+// request in flight at once.
+//
+// Drivers covered: the three of SliceOptions::drivers plus any in a published pool; a driver with no
+// pool in the latest publication has its slices on this node deleted.
+//
+// Daemon use: construct with the API server, the same SliceOptions as build_publication() (node
+// name, and the Node's metadata.uid so the slices are owned by the Node) and optionally a forced
+// version; start(); publish(publication.pools) after every rebuild (health, MIG layout, config);
+// resync() when the kubelet re-registers the plugin (it may have wiped the slices); stop() on exit
+// (slices stay); delete_all() for uninstall or when DRA is switched off.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/result.h"
+#include "dra/slice_builder.h"
+#include "kube/api_request.h"
+#include "kube/api_server.h"
+#include "kube/resource_slice_list.h"
+
+namespace kgpu::dra {
+
+// The resource.k8s.io version kgpu writes, from the group's served versions: v1 when served, else
+// v1beta1; an error naming what is served otherwise.
+Result<SliceApi> choose_slice_api(const std::vector<std::string>& served_versions);
+
+class SlicePublisher {
+ public:
+  struct Timing {
+    std::chrono::milliseconds request_deadline{10000};
+    std::chrono::milliseconds first_backoff{1000};
+    std::chrono::milliseconds max_backoff{60000};
+    int conflict_retries = 5;  // re-reads after a 409 within one pass before it counts as a failure
+  };
+
+  // `api_version`: the version to write; nullopt discovers it (GET /apis/resource.k8s.io) before
+  // the first write.
+  SlicePublisher(kube::ApiServer server, SliceOptions options, std::optional<SliceApi> api_version = std::nullopt);
+  ~SlicePublisher();  // stop()
+  SlicePublisher(const SlicePublisher&) = delete;
+  SlicePublisher& operator=(const SlicePublisher&) = delete;
+
+  void set_timing(const Timing& timing);  // before start()
+  void start();                           // the worker thread
+  // The pools to publish from now on (Publication::pools); the worker writes what differs.
+  void publish(std::vector<DriverPool> pools);
+  // Forget what was written, so the next pass re-reads every driver's slices (e.g. after the kubelet
+  // restarted and may have wiped them). Wakes the worker.
+  void resync();
+  // Ends the request in flight and the worker; prompt whatever the API server does.
+  void stop();
+
+  // Uninstall / DRA switched off: ends the worker, then deletes every slice of this node for every
+  // driver covered. Synchronous, bounded by `timeout`; stop() from another thread ends it at once.
+  Status delete_all(std::chrono::milliseconds timeout);
+
+  // One pass of the worker, on the caller's thread (for tests and one-shot tools; not while the
+  // worker runs).
+  Status sync(const std::vector<DriverPool>& pools);
+
+  struct State {
+    uint64_t published = 0;  // publish() calls
+    uint64_t synced = 0;     // the publish() count the API server holds (== published: in sync)
+    uint64_t writes = 0;     // creates, updates and deletes that succeeded
+    uint64_t passes = 0;     // passes that ended (with or without a problem)
+    std::string problem;     // the last pass's failure; empty when it succeeded
+    std::map<std::string, int64_t> generations;  // per driver with a pool: its generation now
+  };
+  State state() const;
+  // Blocks until the latest publish() is in the API server, or `timeout` passes (false then).
+  bool wait_synced(std::chrono::milliseconds timeout) const;
+
+ private:
+  struct Deadline {
+    std::chrono::steady_clock::time_point until;
+    std::chrono::milliseconds per_request;
+    // The deadline of the next request; zero when the whole budget is spent.
+    std::chrono::milliseconds next() const;
+  };
+  void run();
+  Status pass(const std::vector<DriverPool>& pools, const kube::ApiClient& client);
+  Status sync_driver(const std::string& driver, const DriverPool* desired, const kube::ApiClient& client,
+                     const Deadline& deadline);
+  Result<std::vector<kube::ListedSlice>> list(const std::string& driver, const kube::ApiClient& client,
+                                              const Deadline& deadline) const;
+  Result<SliceApi> api(const kube::ApiClient& client, const Deadline& deadline);
+  std::vector<std::string> drivers(const std::vector<DriverPool>& pools) const;
+
+  SliceOptions options_;
+  Timing timing_;
+  kube::Interrupter worker_interrupter_;   // stop() and delete_all() end the worker's requests
+  kube::Interrupter cleanup_interrupter_;  // stop() ends delete_all()'s requests
+  kube::ApiClient worker_client_;
+  kube::ApiClient cleanup_client_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::optional<SliceApi> api_;
+  std::vector<DriverPool> desired_;
+  State state_;
+  bool stopping_ = false;
+  bool dirty_ = false;  // a publish(), resync() or failed pass since the last pass began
+  uint64_t epoch_ = 0;  // resync() count: a pass that began before one records nothing
+  // What each driver's slices hold now, as far as this process knows (nullopt: no pool, nothing
+  // listed); a driver absent here is read from the API server on the next pass.
+  std::map<std::string, std::optional<DriverPool>> written_;
+  std::map<std::string, int64_t> last_generation_;  // the highest generation written per driver
+  std::thread thread_;
+};
+
+}  // namespace kgpu::dra

@@ -1,0 +1,40 @@
+#pragma once
+// What the DRA slice publisher reads from the API server: the resource.k8s.io API group's served
+// versions (discovery) and a ResourceSliceList (the slices of one node and driver). Pure parsing,
+// no I/O. An answer with a field of the wrong type is an error as a whole: acting on part of a list
+// could overwrite or delete the wrong slices.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+
+namespace kgpu::kube {
+
+struct ListedSlice {
+  std::string name;              // metadata.name
+  std::string resource_version;  // metadata.resourceVersion (sent back with an update)
+  nlohmann::json owner_references;  // metadata.ownerReferences as received; null when absent
+  std::string driver;            // spec.driver
+  std::string node_name;         // spec.nodeName; empty for allNodes / nodeSelector slices
+  std::string pool_name;         // spec.pool.name
+  int64_t generation = 0;        // spec.pool.generation
+  int64_t resource_slice_count = 0;  // spec.pool.resourceSliceCount
+  nlohmann::json spec;           // the whole spec as received (an object)
+};
+
+struct SliceList {
+  std::vector<ListedSlice> items;
+  std::string continue_token;    // metadata.continue: non-empty when there is another page
+};
+
+// A ResourceSliceList (any resource.k8s.io version: only fields common to all are read).
+Result<SliceList> parse_resource_slice_list(std::string_view json_text);
+
+// The versions an APIGroup discovery answer (GET /apis/<group>) lists, e.g. {"v1", "v1beta1"}.
+Result<std::vector<std::string>> parse_api_group_versions(std::string_view json_text);
+
+}  // namespace kgpu::kube

@@ -1,0 +1,337 @@
+// The DRA slice publisher against the fake API server over loopback HTTP: what it creates, updates
+// and deletes, that it writes nothing when nothing changed, conflicts, server errors, stop(),
+// delete_all(); and the API client's POST / PUT / DELETE under the deadline, size and stop rules.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <thread>
+
+#include "dra/slice_publisher.h"
+#include "kube/api_request.h"
+#include "support/eventually.h"
+#include "support/fake_api_server.h"
+#include "unit/dra/synthetic_node.h"
+
+namespace kgpu::dra {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+SliceOptions options() {
+  SliceOptions o;
+  o.node_name = "node-1";
+  o.node_uid = "0f1e2d3c-0000-4000-8000-000000000001";
+  return o;
+}
+
+std::vector<DriverPool> pools_of(const Inventory& inv) {
+  auto p = build_publication(inv, options());
+  EXPECT_TRUE(p.ok()) << p.error().message;
+  return p.ok() ? p->pools : std::vector<DriverPool>{};
+}
+
+SlicePublisher::Timing fast_timing() {
+  SlicePublisher::Timing t;
+  t.request_deadline = 2s;
+  t.first_backoff = 10ms;
+  t.max_backoff = 50ms;
+  return t;
+}
+
+kube::ApiServer server_of(const test::FakeApiServer& api) { return kube::ApiServer{api.url(), "", "", ""}; }
+
+// The slice as the fake holds it, without what the server adds, for comparing with the builder.
+json written(const test::FakeApiServer& api, const std::string& name, const std::string& version = "v1") {
+  auto all = api.slices(version);
+  if (!all.count(name)) return nullptr;
+  json s = all.at(name);
+  for (const char* key : {"resourceVersion", "uid", "creationTimestamp", "managedFields"}) s["metadata"].erase(key);
+  return s;
+}
+
+const std::string kSlice0 = "node-1-gpu.nvidia.com-0";
+
+TEST(SliceSync, FirstPublishCreatesTheSlicesOwnedByTheNode) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher publisher(server_of(api), options());
+  publisher.set_timing(fast_timing());
+  publisher.start();
+  const auto pools = pools_of(testing::a100_node(4, 2));
+  publisher.publish(pools);
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  EXPECT_EQ(written(api, kSlice0), resource_slices(pools[0], options(), 1, SliceApi::V1)[0]);
+  EXPECT_EQ(written(api, kSlice0)["metadata"]["ownerReferences"][0]["uid"], options().node_uid);
+  EXPECT_EQ(api.slices().size(), 1u);
+  const auto counts = api.slice_counts();
+  EXPECT_EQ(counts.creates, 1);
+  EXPECT_EQ(counts.rejected, 0) << api.slice_rejections().front();
+  EXPECT_EQ(counts.discoveries, 1);
+  EXPECT_EQ(publisher.state().generations.at("gpu.nvidia.com"), 1);
+}
+
+TEST(SliceSync, IdenticalPublishWritesNothing_NorDoesARestartWithTheSameDevices) {
+  test::FakeApiServer api("node-1", {});
+  const auto pools = pools_of(testing::a100_node(4, 2));
+  {
+    SlicePublisher publisher(server_of(api), options());
+    publisher.set_timing(fast_timing());
+    publisher.start();
+    publisher.publish(pools);
+    ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+    const auto before = api.slice_counts();
+    publisher.publish(pools);
+    ASSERT_TRUE(publisher.wait_synced(10s));
+    EXPECT_EQ(api.slice_counts().writes(), before.writes());
+    EXPECT_EQ(api.slice_counts().lists, before.lists);  // not even read again: nothing changed
+    EXPECT_EQ(publisher.state().writes, 1u);
+  }
+  // A restarted daemon reads the slices back and finds them current.
+  const auto before = api.slice_counts();
+  SlicePublisher again(server_of(api), options(), SliceApi::V1);
+  ASSERT_TRUE(again.sync(pools).ok());
+  EXPECT_EQ(api.slice_counts().writes(), before.writes());
+  EXPECT_GT(api.slice_counts().lists, before.lists);
+  EXPECT_EQ(again.state().generations.at("gpu.nvidia.com"), 1);
+}
+
+TEST(SliceSync, HealthChangeUpdatesTheSliceWithTheNextGeneration) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher publisher(server_of(api), options());
+  publisher.set_timing(fast_timing());
+  publisher.start();
+  auto inv = testing::a100_node(4, 0);
+  publisher.publish(pools_of(inv));
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  inv.gpus[2].health = {false, "XID 79 (GPU has fallen off the bus)"};
+  const auto pools = pools_of(inv);
+  publisher.publish(pools);
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  EXPECT_EQ(written(api, kSlice0), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
+  EXPECT_EQ(written(api, kSlice0)["spec"]["devices"].size(), 3u);
+  const auto counts = api.slice_counts();
+  EXPECT_EQ(counts.creates, 1);
+  EXPECT_EQ(counts.updates, 1);
+  EXPECT_EQ(counts.rejected, 0);
+  EXPECT_EQ(publisher.state().generations.at("gpu.nvidia.com"), 2);
+}
+
+TEST(SliceSync, ConflictOnceIsReadAgainAndRetriedAtOnce) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher publisher(server_of(api), options(), SliceApi::V1);
+  auto timing = fast_timing();
+  timing.first_backoff = 60s;  // a backoff would fail the test: a conflict is retried without one
+  publisher.set_timing(timing);
+  publisher.start();
+  auto inv = testing::a100_node(2, 0);
+  publisher.publish(pools_of(inv));
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  api.fail_slice_writes(409, 1);
+  inv.gpus[0].health = {false, "XID 48"};
+  const auto pools = pools_of(inv);
+  publisher.publish(pools);
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  EXPECT_EQ(api.slice_counts().conflicts, 1);
+  EXPECT_EQ(written(api, kSlice0), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
+  EXPECT_TRUE(publisher.state().problem.empty());
+}
+
+TEST(SliceSync, SomeoneElsesUpdateAfterOurListIsAConflictThatEndsInOurContent) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher publisher(server_of(api), options(), SliceApi::V1);
+  publisher.set_timing(fast_timing());
+  auto inv = testing::a100_node(2, 0);
+  ASSERT_TRUE(publisher.sync(pools_of(inv)).ok());
+  // Another writer changes the slice between our LIST and our PUT: the PUT's resourceVersion is
+  // stale (a real 409), so the publisher lists again and writes over it.
+  api.touch_slice_after_next_list(kSlice0);
+  inv.gpus[1].health = {false, "XID 79"};
+  const auto pools = pools_of(inv);
+  const auto before = api.slice_counts();
+  ASSERT_TRUE(publisher.sync(pools).ok()) << publisher.state().problem;
+  EXPECT_EQ(api.slice_counts().conflicts, before.conflicts + 1);
+  // Only the changed driver is read, twice; amd and intel are known to have no slices here.
+  EXPECT_EQ(api.slice_counts().lists, before.lists + 2);
+  EXPECT_EQ(written(api, kSlice0), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
+}
+
+TEST(SliceSync, ServerErrorsAreRetriedWithBackoffUntilTheyPass) {
+  test::FakeApiServer api("node-1", {});
+  api.fail_slice_writes(500, 2);
+  SlicePublisher publisher(server_of(api), options());
+  publisher.set_timing(fast_timing());
+  publisher.start();
+  const auto pools = pools_of(testing::a100_node(2, 0));
+  publisher.publish(pools);
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  EXPECT_EQ(api.slice_counts().creates, 3);  // two refused, the third created
+  EXPECT_GE(publisher.state().passes, 3u);
+  EXPECT_EQ(written(api, kSlice0), resource_slices(pools[0], options(), 1, SliceApi::V1)[0]);
+  EXPECT_TRUE(publisher.state().problem.empty());
+}
+
+TEST(SliceSync, FailingListIsAProblemNamingTheStatus) {
+  test::FakeApiServer api("node-1", {});
+  api.fail_slice_lists(403, 1000);
+  SlicePublisher publisher(server_of(api), options(), SliceApi::V1);
+  auto status = publisher.sync(pools_of(testing::a100_node(1, 0)));
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("HTTP 403"), std::string::npos) << status.error().message;
+  EXPECT_NE(status.error().message.find("resourceslices"), std::string::npos) << status.error().message;
+}
+
+TEST(SliceSync, DeleteAllRemovesEverySliceOfTheNode_OnlyThose) {
+  test::FakeApiServer api("node-1", {});
+  auto other = resource_slices(pools_of(testing::a100_node(1, 0))[0], [] {
+    auto o = options();
+    o.node_name = "node-2";
+    return o;
+  }(), 1, SliceApi::V1)[0];
+  api.put_slice(other);
+  SlicePublisher publisher(server_of(api), options());
+  publisher.set_timing(fast_timing());
+  publisher.start();
+  publisher.publish(pools_of(testing::a100_node(20, 20)));  // two slices
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  ASSERT_EQ(api.slices().size(), 3u);
+  ASSERT_TRUE(publisher.delete_all(10s).ok());
+  const auto left = api.slices();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left.begin()->first, "node-2-gpu.nvidia.com-0");
+}
+
+TEST(SliceSync, StaleSlicesOfADriverWithoutDevicesHereAreDeleted_PagedLists) {
+  test::FakeApiServer api("node-1", {});
+  api.set_slice_page_size(1);
+  auto amd = resource_slices(pools_of(testing::a100_node(1, 0))[0], options(), 4, SliceApi::V1)[0];
+  for (const char* name : {"node-1-gpu.amd.com-0", "node-1-gpu.amd.com-1"}) {
+    amd["metadata"]["name"] = name;
+    amd["spec"]["driver"] = "gpu.amd.com";
+    api.put_slice(amd);
+  }
+  SlicePublisher publisher(server_of(api), options());
+  ASSERT_TRUE(publisher.sync(pools_of(testing::a100_node(1, 0))).ok()) << publisher.state().problem;
+  const auto left = api.slices();
+  EXPECT_EQ(left.size(), 1u);
+  EXPECT_TRUE(left.count(kSlice0));
+}
+
+TEST(SliceSync, V1beta1OnlyClusterGetsV1beta1Slices) {
+  test::FakeApiServer api("node-1", {});
+  api.serve_resource_versions({"v1beta1"});
+  SlicePublisher publisher(server_of(api), options());
+  const auto pools = pools_of(testing::a100_node(2, 1));
+  ASSERT_TRUE(publisher.sync(pools).ok()) << publisher.state().problem;
+  EXPECT_EQ(api.slice_counts().rejected, 0);
+  EXPECT_EQ(written(api, kSlice0, "v1beta1"), resource_slices(pools[0], options(), 1, SliceApi::V1beta1)[0]);
+  const auto before = api.slice_counts();
+  SlicePublisher again(server_of(api), options());
+  ASSERT_TRUE(again.sync(pools).ok());
+  EXPECT_EQ(api.slice_counts().writes(), before.writes());
+}
+
+TEST(SliceSync, ClusterWithoutAUsableVersionIsAClearError) {
+  test::FakeApiServer api("node-1", {});
+  api.serve_resource_versions({"v1beta2"});
+  SlicePublisher publisher(server_of(api), options());
+  auto status = publisher.sync(pools_of(testing::a100_node(1, 0)));
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("v1beta2"), std::string::npos) << status.error().message;
+}
+
+TEST(SliceSync, TheFakeRejectsMalformedSlices) {
+  test::FakeApiServer api("node-1", {});
+  kube::Interrupter interrupter;
+  kube::ApiClient client(server_of(api), interrupter);
+  auto slice = resource_slices(pools_of(testing::a100_node(20, 20))[0], options(), 1, SliceApi::V1)[0];
+  const std::string path = "/apis/resource.k8s.io/v1/resourceslices";
+  auto too_many = slice;
+  while (too_many["spec"]["devices"].size() <= 128) {
+    auto d = too_many["spec"]["devices"][0];
+    d["name"] = "extra-" + std::to_string(too_many["spec"]["devices"].size());
+    too_many["spec"]["devices"].push_back(d);
+  }
+  auto v1beta1_shape = resource_slices(pools_of(testing::a100_node(1, 0))[0], options(), 1, SliceApi::V1beta1)[0];
+  v1beta1_shape["apiVersion"] = "resource.k8s.io/v1";
+  auto bad_name = slice;
+  bad_name["metadata"]["name"] = "Node_1";
+  auto no_generation = slice;
+  no_generation["spec"]["pool"].erase("generation");
+  for (const auto& body : {too_many, v1beta1_shape, bad_name, no_generation}) {
+    auto answer = client.post(path, body.dump(), 2s, 1 << 20);
+    ASSERT_TRUE(answer.ok()) << answer.error().message;
+    EXPECT_EQ(answer->status, 422) << body.dump().substr(0, 200);
+  }
+  EXPECT_EQ(api.slice_counts().rejected, 4);
+  auto good = client.post(path, slice.dump(), 2s, 1 << 20);
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good->status, 201) << good->body;
+}
+
+TEST(SliceSync, StopEndsAStalledWriteAtOnce) {
+  test::FakeApiServer api("node-1", {});
+  api.stall_slice_writes(true);
+  SlicePublisher publisher(server_of(api), options(), SliceApi::V1);
+  auto timing = fast_timing();
+  timing.request_deadline = 60s;
+  publisher.set_timing(timing);
+  publisher.start();
+  publisher.publish(pools_of(testing::a100_node(1, 0)));
+  ASSERT_TRUE(api.wait_slice_writes(1, 10s));
+  const auto t0 = std::chrono::steady_clock::now();
+  publisher.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  api.stall_slice_writes(false);
+}
+
+TEST(SliceSync, StopIsImmediateDuringABackoff) {
+  test::FakeApiServer api("node-1", {});
+  api.fail_slice_lists(500, 1000);
+  SlicePublisher publisher(server_of(api), options(), SliceApi::V1);
+  auto timing = fast_timing();
+  timing.first_backoff = 60s;
+  publisher.set_timing(timing);
+  publisher.start();
+  publisher.publish(pools_of(testing::a100_node(1, 0)));
+  ASSERT_TRUE(test::eventually([&] { return publisher.state().passes >= 1; }, 10s));
+  EXPECT_FALSE(publisher.state().problem.empty());
+  const auto t0 = std::chrono::steady_clock::now();
+  publisher.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+}
+
+TEST(ApiClientWrites, DeadlineSizeLimitAndStopHoldForWrites) {
+  test::FakeApiServer api("node-1", {});
+  kube::Interrupter interrupter;
+  kube::ApiClient client(server_of(api), interrupter);
+  auto slice = resource_slices(pools_of(testing::a100_node(1, 0))[0], options(), 1, SliceApi::V1)[0];
+  const std::string path = "/apis/resource.k8s.io/v1/resourceslices";
+  // Size: the created object comes back larger than 16 bytes.
+  auto small = client.post(path, slice.dump(), 2s, 16);
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.error().message.find("larger than 16 bytes"), std::string::npos) << small.error().message;
+  EXPECT_NE(small.error().message.find("POST "), std::string::npos) << small.error().message;
+  // Deadline: a write the server never answers.
+  api.stall_slice_writes(true);
+  auto t0 = std::chrono::steady_clock::now();
+  auto stalled = client.put(path + "/" + kSlice0, slice.dump(), 300ms, 1 << 20);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  ASSERT_FALSE(stalled.ok());
+  EXPECT_NE(stalled.error().message.find("no complete answer within 0.3 s"), std::string::npos)
+      << stalled.error().message;
+  // stop() from another thread ends a write in flight.
+  std::optional<Result<kube::ApiAnswer>> removed;
+  const int writes = api.slice_counts().writes();
+  std::thread caller([&] { removed = client.remove(path + "/" + kSlice0, "", 30s, 1 << 20); });
+  ASSERT_TRUE(api.wait_slice_writes(writes + 1, 5s));
+  t0 = std::chrono::steady_clock::now();
+  interrupter.stop();
+  caller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  ASSERT_TRUE(removed.has_value());
+  EXPECT_FALSE(removed->ok());
+  api.stall_slice_writes(false);
+}
+
+}  // namespace
+}  // namespace kgpu::dra
