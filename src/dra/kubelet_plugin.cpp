@@ -47,7 +47,7 @@ bool parse(std::string_view bytes, Message& out) {
   return out.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
 }
 
-ClaimRef claim_ref(const wire::Claim& c) { return {c.namespace_(), c.uid(), c.name()}; }
+ClaimRef claim_ref(const wire::Claim& c) { return {c.uid(), c.namespace_(), c.name()}; }
 
 // Checks what the kubelet must send for every claim; the error names the field.
 std::string missing_field(const wire::Claim& c) {
@@ -57,7 +57,8 @@ std::string missing_field(const wire::Claim& c) {
   return {};
 }
 
-std::string prepare_all(const ClaimHandler& handler, const wire::NodePrepareResourcesRequest& req) {
+// `share_ids`: v1 carries Device.share_id; v1beta1 has no such field.
+std::string prepare_all(const ClaimHandler& handler, const wire::NodePrepareResourcesRequest& req, bool share_ids) {
   wire::NodePrepareResourcesResponse resp;
   for (const auto& claim : req.claims()) {
     auto& out = (*resp.mutable_claims())[claim.uid()];
@@ -78,6 +79,7 @@ std::string prepare_all(const ClaimHandler& handler, const wire::NodePrepareReso
       dev->set_pool_name(d.pool);
       dev->set_device_name(d.device);
       for (const auto& id : d.cdi_device_ids) dev->add_cdi_device_ids(id);
+      if (share_ids && d.share_id) dev->set_share_id(*d.share_id);
     }
     spdlog::info("DRA: prepared claim {}/{} ({}): {} device(s)", claim.namespace_(), claim.name(), claim.uid(),
                  prepared->size());
@@ -158,10 +160,11 @@ Status KubeletPlugin::start() {
   for (const std::string version : {"v1", "v1beta1"}) {
     // v1beta1's messages are v1's, field for field (v1 adds Device.share_id, which kgpu leaves unset).
     const std::string base = "/k8s.io.kubelet.pkg.apis.dra." + version + ".DRAPlugin/";
-    node->unary(base + "NodePrepareResources", [this](std::string_view bytes, rpc::Responder r) {
+    const bool share_ids = version == "v1";
+    node->unary(base + "NodePrepareResources", [this, share_ids](std::string_view bytes, rpc::Responder r) {
       auto req = std::make_shared<wire::NodePrepareResourcesRequest>();
       if (!parse(bytes, *req)) return r.fail({rpc::Code::InvalidArgument, "not a NodePrepareResourcesRequest"});
-      post({[this, req, r] { r.reply(prepare_all(handler_, *req)); }});
+      post({[this, req, r, share_ids] { r.reply(prepare_all(handler_, *req, share_ids)); }});
     });
     node->unary(base + "NodeUnprepareResources", [this](std::string_view bytes, rpc::Responder r) {
       auto req = std::make_shared<wire::NodeUnprepareResourcesRequest>();

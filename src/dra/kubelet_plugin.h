@@ -18,28 +18,14 @@
 #include <vector>
 
 #include "core/result.h"
+#include "dra/claim.h"    // ClaimRef
+#include "dra/prepare.h"  // PreparedDevice
 
 namespace kgpu::rpc {
 class Server;
 }
 
 namespace kgpu::dra {
-
-struct ClaimRef {
-  std::string namespace_name;
-  std::string uid;
-  std::string name;
-  bool operator==(const ClaimRef&) const = default;
-};
-
-// One prepared device, as the kubelet's NodePrepareResources answer carries it.
-struct PreparedDevice {
-  std::vector<std::string> requests;  // the claim's requests this device serves; empty: all
-  std::string pool;
-  std::string device;
-  std::vector<std::string> cdi_device_ids;  // "k8s.gpu.nvidia.com/claim=<uid>-gpu0"
-  bool operator==(const PreparedDevice&) const = default;
-};
 
 // What the plugin asks of the rest of kgpu; both thread-safe and idempotent.
 struct ClaimHandler {

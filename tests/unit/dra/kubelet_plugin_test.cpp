@@ -37,8 +37,9 @@ class KubeletPluginTest : public ::testing::Test {
       std::lock_guard lock(mu_);
       prepared_.push_back(c);
       if (c.name == "broken") return Error::not_found("ResourceClaim default/broken has no allocation");
-      return std::vector<PreparedDevice>{{{"gpu"}, "node-1", "gpu-0", {"k8s.gpu.nvidia.com/claim=" + c.uid + "-gpu-0"}},
-                                         {{}, "node-1", "gpu-1", {}}};
+      PreparedDevice first{{"gpu"}, "node-1", "gpu-0", {"k8s.gpu.nvidia.com/claim=" + c.uid + "-gpu-0"}, {}, false};
+      PreparedDevice second{{}, "node-1", "gpu-1", {}, std::string("share-1"), false};
+      return std::vector<PreparedDevice>{first, second};
     };
     handler.unprepare = [this](const ClaimRef& c) -> Status {
       std::lock_guard lock(mu_);
@@ -138,7 +139,8 @@ TEST_F(KubeletPluginTest, PrepareAnswersEveryClaimInV1) {
   EXPECT_NE(resp.claims().at("uid-3").error().find("namespace"), std::string::npos);
   std::lock_guard lock(mu_);
   ASSERT_EQ(prepared_.size(), 2u);  // the malformed claim never reached the handler
-  EXPECT_EQ(prepared_[0], (ClaimRef{"default", "uid-1", "train"}));
+  EXPECT_EQ(prepared_[0], (ClaimRef{"uid-1", "default", "train"}));
+  EXPECT_EQ(ok.devices(1).share_id(), "share-1");  // v1 carries share IDs
 }
 
 TEST_F(KubeletPluginTest, PrepareAndUnprepareWorkInV1beta1) {
