@@ -101,6 +101,7 @@ class BodySink {
 
 Result<Response> exchange(const Request& r, const Waiter& waiter) {
   if (r.on_chunk && r.on_line) return Error::invalid("give on_chunk or on_line, not both");
+  if (r.deadline == Clock::time_point{}) return Error::invalid("no deadline set: every request needs one");
   auto wire = serialize_request(r);
   if (!wire) return wire.error();
   auto connection = open_connection(r, waiter);

@@ -26,7 +26,7 @@ struct Request {
   // Extra header lines (Host, Connection, Content-Length and Authorization are written here).
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;  // sent with a Content-Length (also 0 for POST, PUT and PATCH)
-  std::chrono::steady_clock::time_point deadline;  // for the whole exchange
+  std::chrono::steady_clock::time_point deadline;  // for the whole exchange; required
   // Largest body collected into Response::body; with on_line, the largest line. Past it: an Error.
   size_t max_body = 16 * 1024 * 1024;
   // Streaming (at most one of the two), for a 2xx answer only (another status's body is collected

@@ -199,7 +199,9 @@ TEST(HttpClientFailures, InvalidRequestsAreRefusedBeforeConnecting) {
   bad_method.method = "GE T";
   auto both = get(base, "/");
   both.on_line = both.on_chunk = [](std::string_view) { return true; };
-  for (const Request& r : {bad_target, bad_header, own_header, bad_method, both}) {
+  auto no_deadline = get(base, "/");
+  no_deadline.deadline = {};
+  for (const Request& r : {bad_target, bad_header, own_header, bad_method, both, no_deadline}) {
     auto res = request(r);
     ASSERT_FALSE(res);
     EXPECT_EQ(res.error().code, Error::Code::InvalidArgument) << res.error().message;
