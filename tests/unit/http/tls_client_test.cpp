@@ -100,6 +100,23 @@ TEST_F(HttpsClient, NameNotInTheCertificateIsAVerificationError) {
   EXPECT_NE(res.error().message.find("mismatch"), std::string::npos) << res.error().message;
 }
 
+TEST(HttpsClientNames, DnsNameIsVerifiedAndSentAsSni) {
+  TempDir dir;
+  auto files = kgpu::test::make_self_signed_cert(dir.path(), "named", "DNS:localhost");
+  httplib::SSLServer server(files.cert.c_str(), files.key.c_str());
+  server.Get("/sni", [&](const httplib::Request& req, httplib::Response& res) {
+    const char* name = SSL_get_servername(req.ssl, TLSEXT_NAMETYPE_host_name);
+    res.set_content(name != nullptr ? name : "(none)", "text/plain");
+  });
+  test::Running running(server);
+  // localhost may resolve to ::1 first, where nothing listens: the next address is tried.
+  auto r = get("https://localhost:" + std::to_string(running.port()), "/sni");
+  r.ca_file = files.cert;
+  auto res = request(r);
+  ASSERT_TRUE(res) << res.error().message;
+  EXPECT_EQ(res->body, "localhost");
+}
+
 TEST_F(HttpsClient, MissingCaFileIsAnError) {
   auto r = get(base(), "/length");
   r.ca_file = dir_.path() + "/absent.crt";
