@@ -166,6 +166,31 @@ TEST(HttpClientFailures, CancelEndsARequestInFlightAtOnce) {
   EXPECT_FALSE(canceller->sleep_for(10s));
 }
 
+TEST(HttpClientFailures, HangingConnectEndsAtTheDeadlineAndOnCancel) {
+  test::FullListener full;
+  const std::string base = "http://127.0.0.1:" + std::to_string(full.port());
+  const auto start = std::chrono::steady_clock::now();
+  auto res = request(get(base, "/", 300ms));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 300ms + 2s);
+  ASSERT_FALSE(res);
+  EXPECT_NE(res.error().message.find("deadline passed while connecting to 127.0.0.1"), std::string::npos)
+      << res.error().message;
+
+  auto canceller = Canceller::create();
+  ASSERT_TRUE(canceller);
+  auto r = get(base, "/", 60s);
+  r.canceller = &*canceller;
+  auto in_flight = std::async(std::launch::async, [&] { return request(r); });
+  // The connect hangs (shown above), so whenever cancel() comes, it finds the request connecting
+  // or about to: both end it, naming the connect.
+  canceller->cancel();
+  ASSERT_EQ(in_flight.wait_for(5s), std::future_status::ready) << "cancel() did not end the connect";
+  auto cancelled = in_flight.get();
+  ASSERT_FALSE(cancelled);
+  EXPECT_NE(cancelled.error().message.find("cancelled while connecting to 127.0.0.1"), std::string::npos)
+      << cancelled.error().message;
+}
+
 TEST(HttpClientFailures, CancellerSleepsUntilCancelled) {
   auto canceller = Canceller::create();
   ASSERT_TRUE(canceller);

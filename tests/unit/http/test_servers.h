@@ -78,13 +78,13 @@ class Running {
 // A listening socket that never accepts: connects succeed, and then nothing ever arrives.
 class SilentListener {
  public:
-  SilentListener() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+  explicit SilentListener(int backlog = 16) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof addr;
     ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&addr), len);
-    ::listen(fd_.get(), 16);
+    ::listen(fd_.get(), backlog);
     ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
     port_ = ntohs(addr.sin_port);
   }
@@ -94,6 +94,28 @@ class SilentListener {
  private:
   UniqueFd fd_;
   int port_ = 0;
+};
+
+// A listener whose accept queue is full: the kernel drops further SYNs, so a connect to it hangs
+// (the connect phase of a request, for the deadline and cancel tests).
+class FullListener {
+ public:
+  FullListener() : listener_(0) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(listener_.port()));
+    // A backlog of 0 holds one connection; a few more make sure the queue is full.
+    for (auto& fd : fillers_) {
+      fd.reset(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    }
+  }
+  int port() const { return listener_.port(); }
+
+ private:
+  SilentListener listener_;
+  UniqueFd fillers_[3];
 };
 
 // A port nothing listens on (bound once, then closed).
