@@ -115,7 +115,8 @@ Result<Response> exchange(const Request& r, const Waiter& waiter) {
   std::array<char, 16384> buf;
   while (true) {
     const char* phase =
-        parser.state() == ResponseParser::State::Head ? "waiting for the answer's headers" : "reading the answer's body";
+        parser.state() == ResponseParser::State::Head ? "waiting for the answer's headers"
+                                                      : "reading the answer's body";
     auto n = connection->read_some(buf.data(), buf.size(), waiter, phase);
     if (!n) return n.error();
     auto state = *n == 0 ? parser.finish() : parser.feed(std::string_view(buf.data(), *n), sink);
@@ -135,7 +136,8 @@ Result<Response> request(const Request& r) {
   const Waiter waiter(r.deadline, r.canceller != nullptr ? r.canceller->fd() : -1);
   auto response = exchange(r, waiter);
   if (!response)
-    return Error{response.error().code, r.method + " " + r.url.to_string() + r.target + ": " + response.error().message};
+    return Error{response.error().code,
+                 r.method + " " + r.url.to_string() + r.target + ": " + response.error().message};
   return response;
 }
 

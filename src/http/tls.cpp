@@ -71,15 +71,16 @@ struct TlsStream::Engine {
       if (err == SSL_ERROR_NONE) return true;
       if (err == SSL_ERROR_ZERO_RETURN) return false;
       if (err == SSL_ERROR_WANT_READ) {
-        if (peer_closed) return Error::unavailable("connection closed by " + authority + " while " + std::string(phase));
+        if (peer_closed)
+          return Error::unavailable("connection closed by " + authority + " while " + std::string(phase));
         std::array<char, 16384> buf;
         auto n = recv_some(fd, buf.data(), buf.size(), waiter, phase);
         if (!n) return n.error();
         if (*n == 0) {
           peer_closed = true;
           BIO_set_mem_eof_return(from_net, 0);  // OpenSSL now sees the end of the stream
-        } else {
-          BIO_write(from_net, buf.data(), static_cast<int>(*n));
+        } else if (BIO_write(from_net, buf.data(), static_cast<int>(*n)) != static_cast<int>(*n)) {
+          return Error::internal("TLS: cannot buffer received bytes: " + openssl_errors());
         }
       }
       // SSL_ERROR_WANT_WRITE: memory BIOs never refuse a write; flushed above, try again.
@@ -168,7 +169,8 @@ Status TlsStream::write_all(std::string_view data, const Waiter& waiter, std::st
     size_t written = 0;
     auto open = engine_->drive([&] { return SSL_write_ex(ssl, data.data(), data.size(), &written); }, waiter, phase);
     if (!open) return open.error();
-    if (!*open) return Error::unavailable("connection closed by " + engine_->authority + " while " + std::string(phase));
+    if (!*open)
+      return Error::unavailable("connection closed by " + engine_->authority + " while " + std::string(phase));
     data.remove_prefix(written);
   }
   return ok_status();

@@ -18,7 +18,9 @@ namespace kgpu::http::test {
 
 // Registers /length, /chunked, /lines (an endless watch-like stream), /big, /echo, /headers.
 inline void add_handlers(httplib::Server& server) {
-  server.Get("/length", [](const httplib::Request&, httplib::Response& res) { res.set_content("hello world", "text/plain"); });
+  server.Get("/length", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("hello world", "text/plain");
+  });
   server.Get("/chunked", [](const httplib::Request&, httplib::Response& res) {
     res.set_chunked_content_provider("text/plain", [](size_t offset, httplib::DataSink& sink) {
       if (offset >= 3 * 5) {
