@@ -13,6 +13,7 @@
 #include "server/daemon.h"
 #include "server/node_discovery.h"
 #include "cli/node_config_selector.h"
+#include "cli/dra_wiring.h"
 #include "cli/held_gpu_guard.h"
 #include "podresources/client.h"
 #include "cli/plugin_wiring.h"
@@ -26,6 +27,7 @@ namespace {
 
 struct PluginArgs {
   kgpu::ConfigFlags flags;
+  kgpu::cli::DraArgs dra;
   bool print_config = false;
   bool strict = false;
 };
@@ -73,6 +75,21 @@ int run_plugin(const PluginArgs& args) {
     return held_gpus.filter(std::move(plan));
   };
 
+  // DRA: the GPUs it owns leave the device-plugin plan before anything is served.
+  std::unique_ptr<kgpu::cli::DraWiring> dra;
+  if (args.dra.enabled) {
+    auto created = kgpu::cli::DraWiring::create(args.dra, config, env);
+    if (!created) {
+      spdlog::error("{}", created.error().message);
+      return 1;
+    }
+    dra = std::move(*created);
+    options.api_share = dra->api_share();
+  } else if (!args.dra.device_plugin) {
+    spdlog::error("--device-plugin=false leaves nothing to serve without --dra");
+    return 1;
+  }
+
   // Metrics first: the registry must exist before any server reports into it.
   kgpu::Metrics metrics(KGPU_VERSION);
   std::unique_ptr<kgpu::MetricsServer> metrics_server;
@@ -114,10 +131,20 @@ int run_plugin(const PluginArgs& args) {
     sysfs_health.on_plan(c, i, p);
     mps_readiness.on_plan(c, p);
   });
+  if (dra) {
+    if (auto st = dra->start(daemon); !st) {
+      spdlog::error("DRA: {}", st.error().message);
+      return 1;
+    }
+    daemon.on_plan_changed([&dra](const kgpu::Config& c, const kgpu::Inventory& i, const kgpu::ResourcePlan& p) {
+      dra->on_plan(c, i, p);
+    });
+  }
   if (node_config) node_config->start([&daemon] { daemon.request_reload(); });
   held_gpus.start([&daemon] { daemon.update_inventory([](const kgpu::Inventory& i) { return i; }); });
   int rc = daemon.run();
   held_gpus.stop();
+  if (dra) dra->stop();
   if (node_config) node_config->stop();
   labels.on_exit();
   if (metrics_server) metrics_server->stop();
@@ -137,6 +164,19 @@ void setup_plugin(CLI::App& root) {
   kgpu::add_config_flags(*cmd, args->flags);
   cmd->add_flag("--print-config", args->print_config, "Print every effective setting and its origin, then exit");
   cmd->add_flag("--strict-config", args->strict, "Treat unknown config keys as errors");
+  cmd->add_flag("--dra", args->dra.enabled,
+                "Also be the DRA driver (resource.k8s.io) for the NVIDIA GPUs it owns (--dra-gpus)")
+      ->envname("KGPU_DRA");
+  cmd->add_flag("--device-plugin,!--no-device-plugin", args->dra.device_plugin,
+                "Serve the device-plugin API (default on; off with --dra: DRA only)")
+      ->envname("KGPU_DEVICE_PLUGIN");
+  cmd->add_option("--dra-gpus", args->dra.gpus,
+                  "NVIDIA GPUs (indexes or UUIDs) DRA owns; the rest stay with the device-plugin API (default: all)")
+      ->delimiter(',')
+      ->envname("KGPU_DRA_GPUS");
+  cmd->add_option("--dra-driver", args->dra.driver, "DRA driver name for NVIDIA GPUs")
+      ->capture_default_str()
+      ->envname("KGPU_DRA_DRIVER");
   cmd->callback([args] { kgpu::cli::set_exit_code(run_plugin(*args)); });
 }
 KGPU_COMMAND(setup_plugin);

@@ -162,6 +162,7 @@ struct Daemon::Impl {
   // Plans, diffs, updates servers. Returns false when a server could not start at all.
   bool apply(Config new_config, Inventory new_inventory) {
     ResourcePlan new_plan = kgpu::plan(new_config, new_inventory);
+    if (options.api_share) new_plan = options.api_share(new_inventory, std::move(new_plan));
     if (options.plan_filter) {
       size_t planned = new_plan.resources.size();
       new_plan = options.plan_filter(new_config, std::move(new_plan));
@@ -613,6 +614,8 @@ void Daemon::stop() {
   uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(impl_->event_fd.get(), &one, sizeof(one));
 }
+
+std::shared_ptr<rpc::Server> Daemon::transport() const { return impl_->transport; }
 
 StatePtr Daemon::state() const {
   std::lock_guard lock(impl_->mu);

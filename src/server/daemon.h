@@ -23,6 +23,10 @@
 #include "server/server_events.h"
 #include "server/serving_state.h"
 
+namespace kgpu::rpc {
+class Server;
+}
+
 namespace kgpu::server {
 
 struct DaemonOptions {
@@ -35,6 +39,10 @@ struct DaemonOptions {
   // daemon is not ready). While it leaves out resources the plan had, the daemon re-plans every
   // `withheld_replan_interval` so they appear as soon as the filter lets them through.
   std::function<ResourcePlan(const Config&, ResourcePlan)> plan_filter;
+  // Which devices the device-plugin API serves, when another API (the DRA driver) owns the rest:
+  // applied to every plan before plan_filter; what it leaves out is the other API's, not withheld
+  // (no re-planning). Null: the device-plugin API serves everything.
+  std::function<ResourcePlan(const Inventory&, ResourcePlan)> api_share;
   std::chrono::milliseconds withheld_replan_interval{1000};
   // Hears about Allocate / GetPreferredAllocation / registrations (metrics); may be null.
   std::shared_ptr<ServerEvents> events;
@@ -71,6 +79,9 @@ class Daemon {
   void stop();            // as SIGTERM
 
   StatePtr state() const;  // the current snapshot (null before run() has planned)
+  // The gRPC transport the daemon serves on (one thread for every socket); other kubelet-facing
+  // services of the process (the DRA driver) share it.
+  std::shared_ptr<rpc::Server> transport() const;
   std::string plugin_dir() const;
 
  private:

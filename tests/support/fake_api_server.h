@@ -117,6 +117,14 @@ class FakeApiServer {
       });
     });
     add_resource_slice_routes();
+    server_.Get(R"(/apis/resource\.k8s\.io/([^/]+)/namespaces/([^/]+)/resourceclaims/([^/]+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  std::lock_guard lock(mu_);
+                  if (!serves(std::string(req.matches[1]))) return status(res, 404, "NotFound");
+                  auto it = claims_.find(std::string(req.matches[2]) + "/" + std::string(req.matches[3]));
+                  if (it == claims_.end()) return status(res, 404, "NotFound");
+                  res.set_content(it->second.dump(), "application/json");
+                });
     if (port == 0) {
       port_ = server_.bind_to_any_port("127.0.0.1");
     } else {
@@ -282,6 +290,14 @@ class FakeApiServer {
   void remove_slice(const std::string& name) {
     std::lock_guard lock(mu_);
     slices_.erase(name);
+  }
+  // A ResourceClaim served at GET /apis/resource.k8s.io/<version>/namespaces/<ns>/resourceclaims/<name>
+  // (every served version answers with the object as given).
+  void put_resource_claim(nlohmann::json claim) {
+    std::lock_guard lock(mu_);
+    const std::string key = claim["metadata"]["namespace"].get<std::string>() + "/" +
+                            claim["metadata"]["name"].get<std::string>();
+    claims_[key] = std::move(claim);
   }
   // Every stored slice by name, as `version` serves it (with metadata.resourceVersion).
   std::map<std::string, nlohmann::json> slices(const std::string& version = "v1") const {
@@ -705,6 +721,7 @@ class FakeApiServer {
   size_t endless_sent_ = 0;
   int epoch_ = 0;  // end_watches() count
   std::map<std::string, StoredSlice> slices_;
+  std::map<std::string, nlohmann::json> claims_;  // by namespace/name
   size_t slice_rv_ = 1000;
   std::vector<std::string> resource_versions_{"v1", "v1beta1"};
   Failures write_failures_, list_failures_;

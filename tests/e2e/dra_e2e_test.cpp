@@ -1,0 +1,118 @@
+// End to end: `kgpu plugin --dra` on a simulated 8-GPU node, with the kubelet simulator's DRA side
+// (plugin watcher, NodePrepareResources / NodeUnprepareResources over gRPC C++) and the fake API
+// server (ResourceSlices written and validated there, ResourceClaims read from there):
+// registration, publishing, the split between the two APIs, prepare with a CDI spec per claim,
+// a daemon restart between prepare and unprepare, and unprepare.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "e2e/sim_fixture.h"
+#include "server/dra_kubelet_sim.h"
+#include "support/eventually.h"
+#include "support/fake_api_server.h"
+
+namespace kgpu::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+const std::string kGpu = "nvidia.com/gpu";
+const std::string kDriver = "gpu.nvidia.com";
+
+class DraE2E : public SimE2E {
+ protected:
+  PluginOptions dra_options(const FakeApiServer& api, const std::string& gpus) {
+    PluginOptions options;
+    options.env = {{"NODE_NAME", "node-1"}, {"KGPU_KUBE_API", api.url()}};
+    options.extra_args = {"--dra", "--dra-gpus", gpus, "--cdi-spec-dir", cdi_dir};
+    return options;
+  }
+  // Device names of the published slices (all slices of our driver).
+  static std::set<std::string> published(const FakeApiServer& api) {
+    std::set<std::string> names;
+    for (const auto& [name, slice] : api.slices())
+      if (slice["spec"].value("driver", "") == kDriver)
+        for (const auto& d : slice["spec"].value("devices", nlohmann::json::array())) names.insert(d.value("name", ""));
+    return names;
+  }
+  static nlohmann::json claim(const std::string& uid, const std::string& device) {
+    nlohmann::json result = {{"request", "gpu"}, {"driver", kDriver}, {"pool", "node-1"}, {"device", device}};
+    return {{"apiVersion", "resource.k8s.io/v1"},
+            {"kind", "ResourceClaim"},
+            {"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", uid}}},
+            {"spec", {{"devices", {{"requests", nlohmann::json::array()}}}}},
+            {"status", {{"allocation", {{"devices", {{"results", {result}}, {"config", nlohmann::json::array()}}}}}}}};
+  }
+  std::string cdi_dir = work.file("cdi");
+};
+
+TEST_F(DraE2E, RegistersPublishesPreparesAndSurvivesARestartBetweenPrepareAndUnprepare) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  auto plugin = start(dra_options(api, "0,1,2,3"));
+  // The device-plugin API keeps the other four GPUs.
+  ASSERT_TRUE(wait_healthy(kGpu, 4)) << diagnostics(*plugin);
+
+  sim::DraKubeletSim kubelet(work.path(), 34);
+  auto registered = kubelet.wait_for_plugin(20s);
+  ASSERT_TRUE(registered) << registered.error().message << "\n" << diagnostics(*plugin);
+  EXPECT_EQ(registered->driver, kDriver);
+  EXPECT_EQ(registered->service, "v1.DRAPlugin");
+
+  // DRA publishes the four GPUs it owns (and their MIG devices, none on this fleet).
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 4; }, 20s))
+      << "published " << published(api).size() << "\n" << diagnostics(*plugin);
+  EXPECT_TRUE(api.slice_rejections().empty());
+  std::string device = *published(api).begin();
+
+  api.put_resource_claim(claim("uid-1", device));
+  auto prepared = kubelet.prepare(kDriver, {{"team-a", "train", "uid-1"}});
+  ASSERT_TRUE(prepared) << prepared.error().message;
+  const auto& answer = prepared->at("uid-1");
+  ASSERT_TRUE(answer.error.empty()) << answer.error << "\n" << diagnostics(*plugin);
+  ASSERT_EQ(answer.devices.size(), 1u);
+  EXPECT_EQ(answer.devices[0].device, device);
+  EXPECT_EQ(answer.devices[0].pool, "node-1");
+  ASSERT_FALSE(answer.devices[0].cdi_device_ids.empty());
+  auto spec_files = [&] {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(cdi_dir)) n += e.path().string().find("uid-1") != std::string::npos;
+    return n;
+  };
+  EXPECT_EQ(spec_files(), 1u);
+
+  // A claim for a GPU the device-plugin API owns is refused, by name.
+  api.put_resource_claim(claim("uid-2", "gpu-7"));
+  auto refused = kubelet.prepare(kDriver, {{"team-a", "train", "uid-2"}});
+  ASSERT_TRUE(refused);
+  EXPECT_FALSE(refused->at("uid-2").error.empty());
+
+  // The daemon restarts between prepare and unprepare: the checkpoint keeps the claim.
+  plugin->signal(SIGTERM);
+  ASSERT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);
+  plugin = start(dra_options(api, "0,1,2,3"));
+  sim::DraKubeletSim restarted(work.path(), 33);  // and the kubelet is an older one now
+  auto again = restarted.wait_for_plugin(20s);
+  ASSERT_TRUE(again) << again.error().message << "\n" << diagnostics(*plugin);
+  EXPECT_EQ(again->service, "v1beta1.DRAPlugin");
+  auto repeated = restarted.prepare(kDriver, {{"team-a", "train", "uid-1"}});
+  ASSERT_TRUE(repeated);
+  ASSERT_TRUE(repeated->at("uid-1").error.empty()) << repeated->at("uid-1").error;
+  EXPECT_EQ(repeated->at("uid-1").devices[0].cdi_device_ids, answer.devices[0].cdi_device_ids);
+
+  auto unprepared = restarted.unprepare(kDriver, {{"team-a", "train", "uid-1"}});
+  ASSERT_TRUE(unprepared);
+  EXPECT_EQ(unprepared->at("uid-1"), "");
+  EXPECT_EQ(spec_files(), 0u);
+
+  plugin->signal(SIGTERM);
+  EXPECT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);
+  EXPECT_FALSE(fs::exists(work.path() + "/plugins_registry/" + kDriver + "-reg.sock"));
+}
+
+}  // namespace
+}  // namespace kgpu::test
