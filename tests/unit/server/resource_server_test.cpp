@@ -2,7 +2,6 @@
 // how fast stop() is in every ListAndWatch stream state: streams read, streams open but not read
 // (the HTTP/2 window full), and a peer that stopped reading its socket altogether (the socket's
 // buffer full, so gRPC's own write blocks).
-#include <grpc/grpc.h>
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
 #include <stdlib.h>
@@ -27,14 +26,6 @@ namespace {
 using namespace std::chrono_literals;
 using kgpu::test::eventually;
 const std::string kGpu = "nvidia.com/gpu";
-
-// As the daemon does (GrpcRuntime): gRPC's runtime outlives each server, so a server's destruction
-// never shuts the runtime down (that may wait up to 10 s for gRPC's backup poller, which is not
-// what these tests measure).
-[[maybe_unused]] const bool grpc_runtime = [] {
-  grpc_init();
-  return true;
-}();
 
 // A plan with `n` devices of nvidia.com/gpu (IDs long enough that n=20000 makes a ~1 MB message).
 StatePtr state_with(size_t n, int generation = 0) {
