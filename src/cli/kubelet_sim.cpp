@@ -9,7 +9,15 @@
 //   restart                        simulate a kubelet restart and wait for every plugin to return
 //   exit                           stop here
 // Lines starting with '#' are comments.
+// With --dra it is also the kubelet's DRA side for the kubelet root above DIR: it registers the
+// DRA plugin that appears in plugins_registry (as a kubelet 1.<--dra-kubelet-minor> would), then
+// prepares each --dra-claim (a ResourceClaim as JSON: its namespace, name and uid are what the
+// kubelet sends; the plugin reads the claim itself from the API server) and, with
+// --dra-unprepare, unprepares them again.
 #include <signal.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <fstream>
@@ -19,6 +27,7 @@
 
 #include "cli/command.h"
 #include "server/sim_steps.h"
+#include "server/dra_kubelet_sim.h"
 #include "server/kubelet_sim.h"
 
 namespace {
@@ -30,7 +39,87 @@ struct SimArgs {
   int restart_after_ms = -1;
   bool once = false;
   int timeout_s = 30;
+  bool dra = false;
+  int dra_kubelet_minor = 34;
+  std::vector<std::string> dra_claims;  // ResourceClaim JSON files
+  bool dra_unprepare = false;
 };
+
+// namespace, name and uid of a ResourceClaim file; error naming the file and what is missing.
+kgpu::Result<kgpu::sim::DraClaim> read_claim_ref(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return kgpu::Error::not_found("cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+  if (!doc.is_object() || !doc.contains("metadata") || !doc["metadata"].is_object())
+    return kgpu::Error::invalid(path + ": not a ResourceClaim in JSON (no metadata)");
+  kgpu::sim::DraClaim claim;
+  for (auto [key, out] : {std::pair<const char*, std::string*>{"namespace", &claim.namespace_name},
+                          {"name", &claim.name}, {"uid", &claim.uid}}) {
+    const auto& v = doc["metadata"].value(key, nlohmann::json());
+    if (!v.is_string() || v.get<std::string>().empty()) return kgpu::Error::invalid(path + ": metadata." + key + " missing");
+    *out = v.get<std::string>();
+  }
+  return claim;
+}
+
+// The DRA side: register the plugin, prepare (and unprepare) the claims, print what came back.
+int run_dra(const SimArgs& args, std::chrono::seconds timeout) {
+  std::string root = std::filesystem::path(args.dir).parent_path().string();
+  kgpu::sim::DraKubeletSim dra(root, args.dra_kubelet_minor);
+  std::cout << "[kubelet-sim] DRA: watching " << root << "/plugins_registry as kubelet 1." << args.dra_kubelet_minor
+            << std::endl;
+  auto plugin = dra.wait_for_plugin(timeout);
+  if (!plugin) {
+    std::cerr << "kubelet-sim: DRA: " << plugin.error().message << "\n";
+    return 1;
+  }
+  std::cout << "[kubelet-sim] DRA: registered driver " << plugin->driver << " at " << plugin->endpoint << " ("
+            << plugin->service << ")" << std::endl;
+  std::vector<kgpu::sim::DraClaim> claims;
+  for (const auto& file : args.dra_claims) {
+    auto claim = read_claim_ref(file);
+    if (!claim) {
+      std::cerr << "kubelet-sim: " << claim.error().message << "\n";
+      return 1;
+    }
+    claims.push_back(*claim);
+  }
+  if (claims.empty()) return 0;
+  auto prepared = dra.prepare(plugin->driver, claims, timeout);
+  if (!prepared) {
+    std::cerr << "kubelet-sim: DRA: " << prepared.error().message << "\n";
+    return 1;
+  }
+  int failed = 0;
+  for (const auto& [uid, claim] : *prepared) {
+    if (!claim.error.empty()) {
+      std::cout << "[kubelet-sim] DRA: claim " << uid << " NOT prepared: " << claim.error << std::endl;
+      ++failed;
+      continue;
+    }
+    std::cout << "[kubelet-sim] DRA: claim " << uid << " prepared:" << std::endl;
+    for (const auto& d : claim.devices) {
+      std::cout << "    " << d.pool << "/" << d.device << " ->";
+      for (const auto& id : d.cdi_device_ids) std::cout << " " << id;
+      std::cout << std::endl;
+    }
+  }
+  if (args.dra_unprepare) {
+    auto unprepared = dra.unprepare(plugin->driver, claims, timeout);
+    if (!unprepared) {
+      std::cerr << "kubelet-sim: DRA: " << unprepared.error().message << "\n";
+      return 1;
+    }
+    for (const auto& [uid, error] : *unprepared) {
+      std::cout << "[kubelet-sim] DRA: claim " << uid << (error.empty() ? " unprepared" : " NOT unprepared: " + error)
+                << std::endl;
+      failed += !error.empty();
+    }
+  }
+  return failed == 0 ? 0 : 1;
+}
 
 int run_sim(const SimArgs& args) {
   sigset_t set;
@@ -69,6 +158,8 @@ int run_sim(const SimArgs& args) {
     for (std::string line; std::getline(in, line);) steps.push_back(line);
   }
   auto timeout = std::chrono::seconds(args.timeout_s);
+  if (args.dra)
+    if (int rc = run_dra(args, timeout); rc != 0) return rc;
   if (auto st = kgpu::sim::run_sim_steps(sim, steps, timeout, std::cout); !st) {
     std::cerr << "kubelet-sim: " << st.error().message << "\n";
     return 1;
@@ -97,6 +188,11 @@ void setup_kubelet_sim(CLI::App& root) {
   cmd->add_option("--restart-after", args->restart_after_ms, "Simulate a kubelet restart after this many ms");
   cmd->add_flag("--once", args->once, "Exit after the steps instead of serving until SIGINT/SIGTERM");
   cmd->add_option("--timeout", args->timeout_s, "Seconds each wait step may take")->capture_default_str();
+  cmd->add_flag("--dra", args->dra, "Also act as the kubelet for DRA drivers (plugins_registry next to --dir)");
+  cmd->add_option("--dra-kubelet-minor", args->dra_kubelet_minor, "Kubelet release 1.N to act as for DRA (32..36)")
+      ->capture_default_str();
+  cmd->add_option("--dra-claim", args->dra_claims, "ResourceClaim JSON file to prepare once the DRA plugin registers");
+  cmd->add_flag("--dra-unprepare", args->dra_unprepare, "Unprepare the --dra-claim claims after preparing them");
   cmd->callback([args] { kgpu::cli::set_exit_code(run_sim(*args)); });
 }
 KGPU_COMMAND(setup_kubelet_sim);

@@ -114,5 +114,28 @@ TEST_F(DraE2E, RegistersPublishesPreparesAndSurvivesARestartBetweenPrepareAndUnp
   EXPECT_FALSE(fs::exists(work.path() + "/plugins_registry/" + kDriver + "-reg.sock"));
 }
 
+// `kgpu kubelet-sim --dra` does the same from the command line, for a claim given as a file.
+TEST_F(DraE2E, KubeletSimCommandPreparesAndUnpreparesAClaimFile) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  auto plugin = start(dra_options(api, "0"));
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 1; }, 20s)) << diagnostics(*plugin);
+  auto claim_json = claim("uid-cli", *published(api).begin());
+  api.put_resource_claim(claim_json);
+  std::string file = work.write("claim.json", claim_json.dump());
+  // A second simulator process on the same folders: only its DRA side matters here.
+  ProcessOptions p;
+  p.argv = {kgpu_binary(), "kubelet-sim", "--dir", work.path() + "/dp-cli", "--dra", "--dra-claim", file,
+            "--dra-unprepare", "--once", "--timeout", "20"};
+  fs::create_directories(work.path() + "/dp-cli");
+  ChildProcess cli(p, work.path(), "kubelet-sim-dra");
+  ASSERT_EQ(cli.wait_exit(60s), 0) << cli.stdout_text() << cli.stderr_text() << diagnostics(*plugin);
+  std::string out = cli.stdout_text();
+  EXPECT_NE(out.find("registered driver gpu.nvidia.com"), std::string::npos) << out;
+  EXPECT_NE(out.find("claim uid-cli prepared"), std::string::npos) << out;
+  EXPECT_NE(out.find("k8s.gpu.nvidia.com/claim="), std::string::npos) << out;
+  EXPECT_NE(out.find("claim uid-cli unprepared"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace kgpu::test
