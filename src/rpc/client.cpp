@@ -12,18 +12,13 @@
 #include <vector>
 
 #include "core/unique_fd.h"
+#include "rpc/h2_io.h"
 
 namespace kgpu::rpc {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-nghttp2_nv header(const char* name, const std::string& value) {
-  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name)),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), std::strlen(name), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
-}
 
 // One call's state, shared with nghttp2's callbacks.
 struct Exchange {
@@ -110,31 +105,6 @@ Result<UniqueFd> connect_unix(const std::string& path, Clock::time_point deadlin
   return fd;
 }
 
-// Sends what nghttp2 has; false on a socket error. Stops (want_out) when the socket is full.
-bool pump_out(nghttp2_session* s, int fd, std::string& out, bool& want_out) {
-  for (;;) {
-    if (!out.empty()) {
-      ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-          want_out = true;
-          return true;
-        }
-        return false;
-      }
-      out.erase(0, static_cast<size_t>(n));
-      continue;
-    }
-    const uint8_t* data = nullptr;
-    ssize_t n = nghttp2_session_mem_send(s, &data);
-    if (n < 0) return false;
-    if (n == 0) break;
-    out.assign(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
-  }
-  want_out = false;
-  return true;
-}
-
 CallResult finish(const Exchange& ex, std::string_view path) {
   if (ex.close_code != 0 && ex.grpc_status.empty())
     return {{Code::Unavailable, std::string(path) + ": the stream was reset (HTTP/2 error " +
@@ -190,11 +160,11 @@ CallResult call_unary(const std::string& socket_path, std::string_view path, std
   ex.stream = nghttp2_submit_request(session.s, nullptr, nva, 7, &provider, nullptr);
   if (ex.stream < 0) return {{Code::Internal, "nghttp2: cannot submit the request"}, {}};
 
-  std::string out;
+  PendingOutput out;
   bool want_out = false;
   std::array<uint8_t, 64 * 1024> buf;
   while (!ex.closed) {
-    if (!pump_out(session.s, fd->get(), out, want_out))
+    if (!pump_output(session.s, fd->get(), out, want_out))
       return {{Code::Unavailable, socket_path + ": the connection broke while sending"}, {}};
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) return {{Code::DeadlineExceeded, std::string(path) + ": no answer before the deadline"}, {}};

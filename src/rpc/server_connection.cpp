@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "rpc/h2_io.h"
 #include "rpc/mailbox.h"
 
 namespace kgpu::rpc {
@@ -37,16 +38,6 @@ struct ServerConnection::Call {
     body_off = 0;
   }
 };
-
-namespace {
-
-nghttp2_nv header(const char* name, const std::string& value) {
-  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name)),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), std::strlen(name), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
-}
-
-}  // namespace
 
 ServerConnection::ServerConnection(uint64_t id, UniqueFd fd, std::shared_ptr<const Service> service,
                                    std::shared_ptr<Mailbox> mailbox)
@@ -89,29 +80,7 @@ bool ServerConnection::on_readable() {
 }
 
 bool ServerConnection::flush() {
-  for (;;) {
-    if (pending_off_ < pending_out_.size()) {
-      ssize_t n = ::send(fd_.get(), pending_out_.data() + pending_off_, pending_out_.size() - pending_off_,
-                         MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-          wants_write_ = true;
-          return true;
-        }
-        return false;
-      }
-      pending_off_ += static_cast<size_t>(n);
-      continue;
-    }
-    pending_out_.clear();
-    pending_off_ = 0;
-    const uint8_t* data = nullptr;
-    ssize_t n = nghttp2_session_mem_send(session_, &data);
-    if (n < 0) return false;
-    if (n == 0) break;
-    pending_out_.assign(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
-  }
-  wants_write_ = false;
+  if (!pump_output(session_, fd_.get(), pending_out_, wants_write_)) return false;
   return nghttp2_session_want_read(session_) || nghttp2_session_want_write(session_);
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/unique_fd.h"
 #include "rpc/framing.h"
+#include "rpc/h2_io.h"
 #include "rpc/server.h"
 
 namespace kgpu::rpc {
@@ -56,8 +57,7 @@ class ServerConnection {
   std::shared_ptr<Mailbox> mailbox_;
   nghttp2_session* session_ = nullptr;
   std::unordered_map<int32_t, std::unique_ptr<Call>> calls_;
-  std::string pending_out_;  // bytes nghttp2 produced that the socket has not taken yet
-  size_t pending_off_ = 0;
+  PendingOutput pending_out_;
   bool wants_write_ = false;
 };
 

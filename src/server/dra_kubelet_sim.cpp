@@ -113,26 +113,38 @@ Result<DraPlugin> DraKubeletSim::wait_for_plugin(std::chrono::milliseconds timeo
   return Error::unavailable(last_error);
 }
 
+namespace {
+
+// One call through the DRA service of API version `Api` (v1 or v1beta1: the same messages).
+template <typename Api, typename Request, typename Response, typename Call>
+grpc::Status call_dra(const std::string& endpoint, std::chrono::milliseconds timeout, const std::vector<DraClaim>& claims,
+                      Response& response, Call call) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline(timeout));
+  Request req;
+  fill(req, claims);
+  auto stub = Api::NewStub(channel(endpoint));
+  return ((*stub).*call)(&ctx, req, &response);
+}
+
+}  // namespace
+
 Result<std::map<std::string, DraPrepared>> DraKubeletSim::prepare(const std::string& driver,
                                                                   const std::vector<DraClaim>& claims,
                                                                   std::chrono::milliseconds timeout) {
   auto it = plugins_.find(driver);
   if (it == plugins_.end()) return Error::not_found("driver " + driver + " is not registered");
-  grpc::ClientContext ctx;
-  ctx.set_deadline(deadline(timeout));
   grpc::Status st;
   std::map<std::string, DraPrepared> out;
   if (it->second.service == "v1.DRAPlugin") {
-    v1::NodePrepareResourcesRequest req;
-    fill(req, claims);
     v1::NodePrepareResourcesResponse resp;
-    st = v1::DRAPlugin::NewStub(channel(it->second.endpoint))->NodePrepareResources(&ctx, req, &resp);
+    st = call_dra<v1::DRAPlugin, v1::NodePrepareResourcesRequest>(it->second.endpoint, timeout, claims, resp,
+                                                                    &v1::DRAPlugin::Stub::NodePrepareResources);
     out = prepared_of(resp);
   } else {
-    v1beta1::NodePrepareResourcesRequest req;
-    fill(req, claims);
     v1beta1::NodePrepareResourcesResponse resp;
-    st = v1beta1::DRAPlugin::NewStub(channel(it->second.endpoint))->NodePrepareResources(&ctx, req, &resp);
+    st = call_dra<v1beta1::DRAPlugin, v1beta1::NodePrepareResourcesRequest>(
+        it->second.endpoint, timeout, claims, resp, &v1beta1::DRAPlugin::Stub::NodePrepareResources);
     out = prepared_of(resp);
   }
   if (!st.ok()) return Error::unavailable("NodePrepareResources: " + st.error_message());
@@ -144,24 +156,20 @@ Result<std::map<std::string, std::string>> DraKubeletSim::unprepare(const std::s
                                                                     std::chrono::milliseconds timeout) {
   auto it = plugins_.find(driver);
   if (it == plugins_.end()) return Error::not_found("driver " + driver + " is not registered");
-  grpc::ClientContext ctx;
-  ctx.set_deadline(deadline(timeout));
   grpc::Status st;
   std::map<std::string, std::string> out;
   auto collect = [&](const auto& resp) {
     for (const auto& [uid, r] : resp.claims()) out[uid] = r.error();
   };
   if (it->second.service == "v1.DRAPlugin") {
-    v1::NodeUnprepareResourcesRequest req;
-    fill(req, claims);
     v1::NodeUnprepareResourcesResponse resp;
-    st = v1::DRAPlugin::NewStub(channel(it->second.endpoint))->NodeUnprepareResources(&ctx, req, &resp);
+    st = call_dra<v1::DRAPlugin, v1::NodeUnprepareResourcesRequest>(it->second.endpoint, timeout, claims, resp,
+                                                                      &v1::DRAPlugin::Stub::NodeUnprepareResources);
     collect(resp);
   } else {
-    v1beta1::NodeUnprepareResourcesRequest req;
-    fill(req, claims);
     v1beta1::NodeUnprepareResourcesResponse resp;
-    st = v1beta1::DRAPlugin::NewStub(channel(it->second.endpoint))->NodeUnprepareResources(&ctx, req, &resp);
+    st = call_dra<v1beta1::DRAPlugin, v1beta1::NodeUnprepareResourcesRequest>(
+        it->second.endpoint, timeout, claims, resp, &v1beta1::DRAPlugin::Stub::NodeUnprepareResources);
     collect(resp);
   }
   if (!st.ok()) return Error::unavailable("NodeUnprepareResources: " + st.error_message());
