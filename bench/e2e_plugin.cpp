@@ -27,6 +27,7 @@
 #include "fake-nvml/fake_nvml_control.h"
 #include "server/kubelet_sim.h"
 #include "server/sim_steps.h"
+#include "spawn_logged.h"
 
 extern char** environ;
 
@@ -48,22 +49,7 @@ Stats stats(std::vector<double> v) {
 }
 
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const std::string& log) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  env.insert(env.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> a, e;
-  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  for (auto& s : env) e.push_back(s.data());
-  e.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, a[0], &fa, nullptr, a.data(), e.data()) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&fa);
-  return pid;
+  return kgpu::bench::spawn_logged(argv, extra_env, log);
 }
 
 int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {

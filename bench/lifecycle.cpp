@@ -64,6 +64,7 @@
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "proc_sample.h"
+#include "spawn_logged.h"
 #include "server/kubelet_sim.h"
 #include "server/sim_steps.h"
 #include "support/stuck_grpc_peer.h"
@@ -139,20 +140,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
 class Child {
  public:
   Child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const std::string& log) {
-    std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) env.emplace_back(*e);
-    env.insert(env.end(), extra_env.begin(), extra_env.end());
-    std::vector<char*> a, e;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    for (auto& s : env) e.push_back(s.data());
-    e.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    if (posix_spawn(&pid_, a[0], &fa, nullptr, a.data(), e.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
+    pid_ = kgpu::bench::spawn_logged(argv, extra_env, log);
     if (pid_ > 0) pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
   }
   ~Child() {
