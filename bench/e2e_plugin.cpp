@@ -4,7 +4,9 @@
 //   Allocate and GetPreferredAllocation round trips (p50 / p99 / max, µs)
 //   kubelet restart -> re-registered (ms, median / max)
 //   daemon RSS and threads idle and after 10,000 Allocates, context switches while idle
-// Usage: bench_e2e_plugin [FLEET.yaml] [--replicas N]   (default dgx-a100.yaml, no sharing)
+//   Allocate throughput with 8 concurrent clients (calls/s)
+// Usage: bench_e2e_plugin [FLEET.yaml] [--replicas N] [--binary KGPU]   (default dgx-a100.yaml, no
+// sharing, the kgpu built with the bench; --binary measures another build, e.g. an older one)
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -104,9 +107,11 @@ ProcStatus proc_status(pid_t pid) {
 int main(int argc, char** argv) {
   std::string fleet = std::string(KGPU_FIXTURES_DIR) + "/fleets/dgx-a100.yaml";
   int replicas = 0;
+  std::string binary = KGPU_BINARY;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--replicas" && i + 1 < argc) replicas = std::stoi(argv[++i]);
+    else if (a == "--binary" && i + 1 < argc) binary = argv[++i];
     else fleet = a.find('/') == std::string::npos ? std::string(KGPU_FIXTURES_DIR) + "/fleets/" + a : a;
   }
   char templ[] = "/tmp/kgpu-bench-XXXXXX";
@@ -117,7 +122,7 @@ int main(int argc, char** argv) {
   std::string nvml_dir = KGPU_FAKE_NVML_DIR;
   std::string log = tmp + "/plugin.log";
 
-  std::vector<std::string> plugin_argv = {KGPU_BINARY, "plugin", "--kubelet-socket", plugin_dir + "/kubelet.sock",
+  std::vector<std::string> plugin_argv = {binary, "plugin", "--kubelet-socket", plugin_dir + "/kubelet.sock",
                                           "--log-level", "warn"};
   pid_t gen = spawn({nvml_dir + "/kgpu-fake-nvml-fixture", fleet, tmp + "/node"}, {}, tmp + "/fixture.log");
   if (gen > 0 && wait_exit(gen, 30s) == 0)
@@ -193,6 +198,23 @@ int main(int argc, char** argv) {
   auto after = proc_status(pid);
   std::printf("after 10,000 Allocates: RSS %.1f MiB (idle %.1f MiB), threads %ld\n", after.rss_kib / 1024.0,
               idle1.rss_kib / 1024.0, after.threads);
+
+  // 2b. Throughput: 8 clients (threads of the simulator) calling Allocate at once.
+  {
+    constexpr int kClients = 8, kCalls = 2000;
+    std::atomic<int> failures{0};
+    auto t0 = Clock::now();
+    std::vector<std::thread> clients;
+    for (int c = 0; c < kClients; ++c)
+      clients.emplace_back([&, c] {
+        for (int i = 0; i < kCalls; ++i)
+          if (!sim.allocate(kGpu, {ids[static_cast<size_t>(c + i) % ids.size()]})) failures++;
+      });
+    for (auto& t : clients) t.join();
+    double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::printf("Allocate, %d concurrent clients           %.0f calls/s (%d failed)\n", kClients,
+                kClients * kCalls / seconds, failures.load());
+  }
 
   // 3. GetPreferredAllocation round trips, sizes 1..4 over every healthy device.
   for (int size : {1, 2, 4}) {

@@ -177,8 +177,10 @@ Status DraWiring::start(server::Daemon& daemon) {
     if (!released) return released.error();
     return ok_status();
   };
-  s.plugin = std::make_unique<dra::KubeletPlugin>(dra::KubeletPluginOptions{s.args.driver, s.kubelet_root}, handler,
-                                                  daemon.transport());
+  dra::KubeletPluginOptions plugin_options{s.args.driver, s.kubelet_root, {}};
+  dra::SlicePublisher* publisher = s.publisher.get();
+  plugin_options.on_registered = [publisher] { publisher->resync(); };  // only wakes its worker
+  s.plugin = std::make_unique<dra::KubeletPlugin>(plugin_options, handler, daemon.transport());
   return s.plugin->start();
 }
 

@@ -198,6 +198,7 @@ Status KubeletPlugin::start() {
                         }
                         if (status.plugin_registered()) {
                           spdlog::info("DRA: registered with the kubelet as {}", options_.driver);
+                          if (options_.on_registered) options_.on_registered();
                         } else {
                           spdlog::error("DRA: the kubelet refused driver {}: {}", options_.driver, status.error());
                         }

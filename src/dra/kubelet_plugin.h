@@ -36,6 +36,9 @@ struct ClaimHandler {
 struct KubeletPluginOptions {
   std::string driver = "gpu.nvidia.com";
   std::string kubelet_root = "/var/lib/kubelet";
+  // Called (on the transport's thread; must not block) each time the kubelet confirms the
+  // registration: after a kubelet restart it may have dropped the node's ResourceSlices.
+  std::function<void()> on_registered;
 };
 
 // The service names GetInfo announces, in the order of preference (kubelet 1.34+ takes the first

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 
@@ -46,7 +47,8 @@ class KubeletPluginTest : public ::testing::Test {
       unprepared_.push_back(c);
       return ok_status();
     };
-    plugin_ = std::make_unique<KubeletPlugin>(KubeletPluginOptions{"gpu.nvidia.com", root_}, handler, transport_);
+    KubeletPluginOptions options{"gpu.nvidia.com", root_, [this] { registrations_++; }};
+    plugin_ = std::make_unique<KubeletPlugin>(options, handler, transport_);
     auto st = plugin_->start();
     ASSERT_TRUE(st) << st.error().message;
   }
@@ -70,6 +72,7 @@ class KubeletPluginTest : public ::testing::Test {
   std::unique_ptr<KubeletPlugin> plugin_;
   std::mutex mu_;
   std::vector<ClaimRef> prepared_, unprepared_;
+  std::atomic<int> registrations_{0};
 };
 
 TEST_F(KubeletPluginTest, SocketsAreWhereTheKubeletLooksWithModeSixHundred) {
@@ -106,6 +109,7 @@ TEST_F(KubeletPluginTest, GetInfoAnnouncesADraPluginWithBothServiceVersions) {
   pluginregistration::RegistrationStatusResponse resp;
   ASSERT_TRUE(stub->NotifyRegistrationStatus(&ctx2, status, &resp).ok());
   EXPECT_TRUE(plugin_->registered());
+  EXPECT_EQ(registrations_.load(), 1);  // the daemon re-publishes its slices then
   grpc::ClientContext ctx3;
   status.set_plugin_registered(false);
   status.set_error("driver already registered");
