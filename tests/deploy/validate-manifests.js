@@ -98,6 +98,32 @@ function daemonSetRules(where, doc) {
   podRules(where, pod);
 }
 
+// resource.k8s.io/v1 device requests, checked as the API server does where the schema cannot say it:
+// each request is either `exactly` or `firstAvailable` (a v1beta1-style request with
+// deviceClassName at the top level passes the schema, whose objects allow unknown fields, but the
+// API server rejects it), and a constraint's matchAttribute is a fully qualified attribute name.
+function deviceClaimRules(where, devices) {
+  if (!devices) return;
+  const names = new Set();
+  for (const r of devices.requests || []) {
+    const rw = `${where} request ${r.name}`;
+    if (names.has(r.name)) report(rw, 'duplicate request name');
+    names.add(r.name);
+    if (!!r.exactly === !!r.firstAvailable) report(rw, 'needs exactly one of exactly and firstAvailable');
+    if ('deviceClassName' in r || 'selectors' in r || 'count' in r) {
+      report(rw, 'deviceClassName/selectors/count belong under exactly (resource.k8s.io/v1)');
+    }
+  }
+  for (const c of devices.constraints || []) {
+    if (c.matchAttribute !== undefined && !/^[a-z0-9.-]+\/[A-Za-z0-9_]+$/.test(c.matchAttribute)) {
+      report(where, `constraint matchAttribute ${c.matchAttribute} is not a fully qualified attribute name (domain/name)`);
+    }
+    for (const name of c.requests || []) {
+      if (!names.has(name)) report(where, `constraint names request ${name}, which the claim does not have`);
+    }
+  }
+}
+
 async function main(files) {
   let count = 0;
   const seen = new Set();
@@ -127,6 +153,13 @@ async function main(files) {
       seen.add(id);
       await schemaCheck(`${where} ${doc.kind}/${doc.metadata.name}`, doc);
       if (doc.kind === 'DaemonSet') daemonSetRules(`${where} DaemonSet/${doc.metadata.name}`, doc);
+      if (doc.apiVersion === 'resource.k8s.io/v1') {
+        const spec = doc.spec || {};
+        if (doc.kind === 'ResourceClaim') deviceClaimRules(`${where} ResourceClaim/${doc.metadata.name}`, spec.devices);
+        if (doc.kind === 'ResourceClaimTemplate') {
+          deviceClaimRules(`${where} ResourceClaimTemplate/${doc.metadata.name}`, (spec.spec || {}).devices);
+        }
+      }
     }
   }
   if (count === 0) report('input', 'no Kubernetes objects found');
