@@ -5,6 +5,8 @@
 #   validate-deploy.sh examples                    every deploy/examples file (DRA claims and pods) likewise
 #   validate-deploy.sh helm RENDERER VALUES.yaml   render the chart with VALUES, validate every object and
 #                                                  check tests/deploy/expect/<VALUES name>.txt
+#   validate-deploy.sh values RENDERER             render with each tests/deploy/values file and check its
+#                                                  expectations only (values whose objects have no offline schema)
 #   validate-deploy.sh dockerfile                  structure and file/package checks of deploy/Dockerfile
 #   validate-deploy.sh negative RENDERER           the checkers reject known-bad inputs (they can fail)
 # Tools: node + tests/deploy/node_modules (scripts/install-deploy-deps.sh), python3, and the
@@ -84,6 +86,17 @@ case "$mode" in
     fi
     node "$deploy_tests/check-expectations.js" "$rendered" "$expect"
     ;;
+  values)
+    renderer="$2"
+    need_node_modules
+    out="$(mktemp -d)"
+    trap 'rm -rf "$out"' EXIT
+    for values in "$deploy_tests"/values/*.yaml; do
+      rendered="$out/$(basename "$values")"
+      "$renderer" -f "$values" --name kgpu --namespace kube-system "$chart" > "$rendered"
+      node "$deploy_tests/check-expectations.js" "$rendered" "$deploy_tests/expect/$(basename "$values" .yaml).txt"
+    done
+    ;;
   dockerfile)
     python3 "$deploy_tests/lint_dockerfile.py" "$root"
     ;;
@@ -99,6 +112,8 @@ case "$mode" in
     expect_failure "broken DRA claims" "count must be integer" "needs exactly one of exactly and firstAvailable" \
       "matchAttribute nvlinkIsland is not a fully qualified" "cel must have required property expression" -- \
       validate "$deploy_tests/bad/broken-claims.yaml"
+    expect_failure "bad DeviceClass API version" "dra.deviceClassApiVersion" "v1alpha3" -- \
+      "$renderer" -f "$deploy_tests/bad/values-dra-bad-api-version.yaml" "$chart"
     expect_failure "bad DRA driver name" "dra.driver" "is not a DNS subdomain" -- \
       "$renderer" -f "$deploy_tests/bad/values-dra-bad-driver.yaml" "$chart"
     out="$(mktemp -d)"
