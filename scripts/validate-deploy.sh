@@ -68,6 +68,9 @@ case "$mode" in
   examples)
     need_node_modules
     validate "$root"/deploy/examples/*.yaml
+    # Claims and DeviceClasses name only attributes/capacities kgpu publishes (its golden slices).
+    node "$deploy_tests/check-claim-attributes.js" "$root"/tests/fixtures/golden/dra/*.json -- \
+      "$root"/deploy/examples/*.yaml "$root/deploy/static/kgpu-dra.yaml"
     ;;
   helm)
     renderer="$2"
@@ -112,6 +115,10 @@ case "$mode" in
     expect_failure "broken DRA claims" "count must be integer" "needs exactly one of exactly and firstAvailable" \
       "matchAttribute nvlinkIsland is not a fully qualified" "cel must have required property expression" -- \
       validate "$deploy_tests/bad/broken-claims.yaml"
+    expect_failure "claims naming what kgpu does not publish" "attribute gpu.nvidia.com/migProfile" \
+      "capacity kgpu.io/memory" "matchAttribute kgpu.io/nvswitchIsland" "deviceClassName nvidia-mig" -- \
+      node "$deploy_tests/check-claim-attributes.js" "$root"/tests/fixtures/golden/dra/*.json -- \
+      "$deploy_tests/bad/claims-unpublished-names.yaml"
     expect_failure "bad DeviceClass API version" "dra.deviceClassApiVersion" "v1alpha3" -- \
       "$renderer" -f "$deploy_tests/bad/values-dra-bad-api-version.yaml" "$chart"
     expect_failure "bad DRA driver name" "dra.driver" "is not a DNS subdomain" -- \
