@@ -2,8 +2,11 @@
 # Validates kgpu's deployment files without a cluster or a Docker engine (ctest runs each mode as
 # its own test; see tests/deploy/CMakeLists.txt):
 #   validate-deploy.sh static                      every deploy/static manifest against the Kubernetes schemas
+#   validate-deploy.sh examples                    every deploy/examples file (DRA claims and pods) likewise
 #   validate-deploy.sh helm RENDERER VALUES.yaml   render the chart with VALUES, validate every object and
 #                                                  check tests/deploy/expect/<VALUES name>.txt
+#   validate-deploy.sh values RENDERER             render with each tests/deploy/values file and check its
+#                                                  expectations only (values whose objects have no offline schema)
 #   validate-deploy.sh dockerfile                  structure and file/package checks of deploy/Dockerfile
 #   validate-deploy.sh negative RENDERER           the checkers reject known-bad inputs (they can fail)
 # Tools: node + tests/deploy/node_modules (scripts/install-deploy-deps.sh), python3, and the
@@ -59,6 +62,15 @@ case "$mode" in
       echo "FAIL: deploy/static/kgpu.yaml must not be privileged" >&2
       exit 1
     fi
+    # The DRA manifest must say what the chart's DRA mode says (tests/deploy/expect/static-kgpu-dra.txt).
+    node "$deploy_tests/check-expectations.js" "$root/deploy/static/kgpu-dra.yaml" "$deploy_tests/expect/static-kgpu-dra.txt"
+    ;;
+  examples)
+    need_node_modules
+    validate "$root"/deploy/examples/*.yaml
+    # Claims and DeviceClasses name only attributes/capacities kgpu publishes (its golden slices).
+    node "$deploy_tests/check-claim-attributes.js" "$root"/tests/fixtures/golden/dra/*.json -- \
+      "$root"/deploy/examples/*.yaml "$root/deploy/static/kgpu-dra.yaml"
     ;;
   helm)
     renderer="$2"
@@ -77,6 +89,17 @@ case "$mode" in
     fi
     node "$deploy_tests/check-expectations.js" "$rendered" "$expect"
     ;;
+  values)
+    renderer="$2"
+    need_node_modules
+    out="$(mktemp -d)"
+    trap 'rm -rf "$out"' EXIT
+    for values in "$deploy_tests"/values/*.yaml; do
+      rendered="$out/$(basename "$values")"
+      "$renderer" -f "$values" --name kgpu --namespace kube-system "$chart" > "$rendered"
+      node "$deploy_tests/check-expectations.js" "$rendered" "$deploy_tests/expect/$(basename "$values" .yaml).txt"
+    done
+    ;;
   dockerfile)
     python3 "$deploy_tests/lint_dockerfile.py" "$root"
     ;;
@@ -89,12 +112,26 @@ case "$mode" in
       validate "$deploy_tests/bad/unknown-kind.yaml"
     expect_failure "ambiguous default config" "config.default is required" -- \
       "$renderer" -f "$deploy_tests/bad/values-ambiguous-default.yaml" "$chart"
+    expect_failure "broken DRA claims" "count must be integer" "needs exactly one of exactly and firstAvailable" \
+      "matchAttribute nvlinkIsland is not a fully qualified" "cel must have required property expression" -- \
+      validate "$deploy_tests/bad/broken-claims.yaml"
+    expect_failure "claims naming what kgpu does not publish" "attribute gpu.nvidia.com/migProfile" \
+      "capacity kgpu.io/memory" "matchAttribute kgpu.io/nvswitchIsland" "deviceClassName nvidia-mig" -- \
+      node "$deploy_tests/check-claim-attributes.js" "$root"/tests/fixtures/golden/dra/*.json -- \
+      "$deploy_tests/bad/claims-unpublished-names.yaml"
+    expect_failure "bad DeviceClass API version" "dra.deviceClassApiVersion" "v1alpha3" -- \
+      "$renderer" -f "$deploy_tests/bad/values-dra-bad-api-version.yaml" "$chart"
+    expect_failure "bad DRA driver name" "dra.driver" "is not a DNS subdomain" -- \
+      "$renderer" -f "$deploy_tests/bad/values-dra-bad-driver.yaml" "$chart"
     out="$(mktemp -d)"
     trap 'rm -rf "$out"' EXIT
     "$renderer" -f "$chart/examples/default.yaml" --name kgpu --namespace kube-system "$chart" > "$out/default.yaml"
     expect_failure "CPU-manager expectations on the default rendering" \
       "privileged is undefined, expected true" "PASS_DEVICE_SPECS].value is undefined" -- \
       node "$deploy_tests/check-expectations.js" "$out/default.yaml" "$deploy_tests/expect/cpu-manager.txt"
+    expect_failure "DRA expectations on the default rendering" \
+      "KGPU_DRA].value is undefined" "no object DeviceClass/gpu.nvidia.com" -- \
+      node "$deploy_tests/check-expectations.js" "$out/default.yaml" "$deploy_tests/expect/dra.txt"
     expect_failure "bad Dockerfile" "kgpu-no-such-package-xyz not found" "no/such/file does not exist" \
       "non-root USER" "NVIDIA_VISIBLE_DEVICES=all" -- \
       python3 "$deploy_tests/lint_dockerfile.py" "$root" "$deploy_tests/bad/Dockerfile"

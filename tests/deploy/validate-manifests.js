@@ -2,6 +2,8 @@
 // Validates Kubernetes manifests offline: every document against the Kubernetes OpenAPI schema of
 // its apiVersion/kind (the validators the `kubernetes-models` npm package generates from the
 // upstream OpenAPI spec), then kgpu's own deployment rules, which the schema cannot express.
+// kubernetes-models 5 (Kubernetes 1.34+: it has resource.k8s.io/v1 for the DRA objects) ships ES
+// modules only, so the models are loaded with import().
 //
 // Usage: node validate-manifests.js FILE...     (exit 0: all valid; 1: problems, one per line)
 //
@@ -15,19 +17,20 @@ const YAML = require('yaml');
 const problems = [];
 const report = (where, msg) => problems.push(`${where}: ${msg}`);
 
-function modelFor(apiVersion, kind) {
+async function modelFor(apiVersion, kind) {
   // "v1" -> kubernetes-models/v1/Kind, "apps/v1" -> kubernetes-models/apps/v1/Kind
   if (typeof apiVersion !== 'string' || typeof kind !== 'string' || !/^[A-Za-z]+$/.test(kind)) return null;
+  if (!/^([a-z0-9.-]+\/)?v[0-9a-z]+$/.test(apiVersion)) return null;
   const modulePath = `kubernetes-models/${apiVersion}/${kind}`;
   try {
-    return require(modulePath)[kind];
+    return (await import(modulePath))[kind] || null;
   } catch (e) {
     return null;
   }
 }
 
-function schemaCheck(where, doc) {
-  const Model = modelFor(doc.apiVersion, doc.kind);
+async function schemaCheck(where, doc) {
+  const Model = await modelFor(doc.apiVersion, doc.kind);
   if (!Model) {
     report(where, `unknown apiVersion/kind ${doc.apiVersion}/${doc.kind}`);
     return;
@@ -95,7 +98,33 @@ function daemonSetRules(where, doc) {
   podRules(where, pod);
 }
 
-function main(files) {
+// resource.k8s.io/v1 device requests, checked as the API server does where the schema cannot say it:
+// each request is either `exactly` or `firstAvailable` (a v1beta1-style request with
+// deviceClassName at the top level passes the schema, whose objects allow unknown fields, but the
+// API server rejects it), and a constraint's matchAttribute is a fully qualified attribute name.
+function deviceClaimRules(where, devices) {
+  if (!devices) return;
+  const names = new Set();
+  for (const r of devices.requests || []) {
+    const rw = `${where} request ${r.name}`;
+    if (names.has(r.name)) report(rw, 'duplicate request name');
+    names.add(r.name);
+    if (!!r.exactly === !!r.firstAvailable) report(rw, 'needs exactly one of exactly and firstAvailable');
+    if ('deviceClassName' in r || 'selectors' in r || 'count' in r) {
+      report(rw, 'deviceClassName/selectors/count belong under exactly (resource.k8s.io/v1)');
+    }
+  }
+  for (const c of devices.constraints || []) {
+    if (c.matchAttribute !== undefined && !/^[a-z0-9.-]+\/[A-Za-z0-9_]+$/.test(c.matchAttribute)) {
+      report(where, `constraint matchAttribute ${c.matchAttribute} is not a fully qualified attribute name (domain/name)`);
+    }
+    for (const name of c.requests || []) {
+      if (!names.has(name)) report(where, `constraint names request ${name}, which the claim does not have`);
+    }
+  }
+}
+
+async function main(files) {
   let count = 0;
   const seen = new Set();
   for (const file of files) {
@@ -106,25 +135,32 @@ function main(files) {
       report(file, `cannot read: ${e.message}`);
       continue;
     }
-    docs.forEach((d, i) => {
+    for (const [i, d] of docs.entries()) {
       const where = `${path.basename(file)}#${i}`;
       if (d.errors.length) {
         d.errors.forEach((e) => report(where, `YAML: ${e.message}`));
-        return;
+        continue;
       }
       const doc = d.toJS();
-      if (doc === null || doc === undefined) return;  // an empty document (e.g. a template that rendered nothing)
+      if (doc === null || doc === undefined) continue;  // an empty document (e.g. a template that rendered nothing)
       count++;
       if (typeof doc !== 'object' || !doc.metadata || !doc.metadata.name) {
         report(where, 'not a Kubernetes object with metadata.name');
-        return;
+        continue;
       }
       const id = `${file}|${doc.apiVersion}|${doc.kind}|${doc.metadata.namespace || ''}|${doc.metadata.name}`;
       if (seen.has(id)) report(where, `duplicate ${doc.kind} ${doc.metadata.name}`);
       seen.add(id);
-      schemaCheck(`${where} ${doc.kind}/${doc.metadata.name}`, doc);
+      await schemaCheck(`${where} ${doc.kind}/${doc.metadata.name}`, doc);
       if (doc.kind === 'DaemonSet') daemonSetRules(`${where} DaemonSet/${doc.metadata.name}`, doc);
-    });
+      if (doc.apiVersion === 'resource.k8s.io/v1') {
+        const spec = doc.spec || {};
+        if (doc.kind === 'ResourceClaim') deviceClaimRules(`${where} ResourceClaim/${doc.metadata.name}`, spec.devices);
+        if (doc.kind === 'ResourceClaimTemplate') {
+          deviceClaimRules(`${where} ResourceClaimTemplate/${doc.metadata.name}`, (spec.spec || {}).devices);
+        }
+      }
+    }
   }
   if (count === 0) report('input', 'no Kubernetes objects found');
   for (const p of problems) console.error(p);
@@ -136,4 +172,4 @@ if (process.argv.length < 3) {
   console.error('usage: validate-manifests.js FILE...');
   process.exit(2);
 }
-process.exit(main(process.argv.slice(2)));
+main(process.argv.slice(2)).then((code) => process.exit(code));

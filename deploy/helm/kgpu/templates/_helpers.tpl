@@ -139,3 +139,29 @@ capabilities:
   drop: ["ALL"]
 {{- end -}}
 {{- end -}}
+
+{{/* dra.gpus as the daemon's comma list (KGPU_DRA_GPUS); entries are GPU indexes or UUIDs. */}}
+{{- define "kgpu.draGpus" -}}
+{{- $entries := list -}}
+{{- range .Values.dra.gpus -}}
+{{- $entry := toString . | trim -}}
+{{- if or (eq $entry "") (contains "," $entry) -}}
+{{- fail (printf "dra.gpus: %q is not a GPU index or UUID" (toString .)) -}}
+{{- end -}}
+{{- $entries = append $entries $entry -}}
+{{- end -}}
+{{- join "," $entries -}}
+{{- end -}}
+
+{{/* dra.driver, checked: a DRA driver name is a DNS subdomain (it is also quoted into the
+     DeviceClasses' CEL selectors). */}}
+{{- define "kgpu.draDriver" -}}
+{{- $driver := toString .Values.dra.driver -}}
+{{- if not (regexMatch `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$` $driver) -}}
+{{- fail (printf "dra.driver: %q is not a DNS subdomain (e.g. gpu.nvidia.com)" $driver) -}}
+{{- end -}}
+{{- if gt (len $driver) 63 -}}
+{{- fail (printf "dra.driver: %q is longer than 63 characters" $driver) -}}
+{{- end -}}
+{{- $driver -}}
+{{- end -}}
