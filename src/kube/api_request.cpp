@@ -79,7 +79,8 @@ struct Route {
 Result<http::Response> send(http::Request r, const Route& route, std::chrono::milliseconds deadline,
                             const std::optional<Error>& refused) {
   const std::string what = r.method + " " + (route.url ? route.url->to_string() : route.base_url) + r.target;
-  if (!route.url) return Error{route.url.error().code, what + ": not a usable API server URL: " + route.url.error().message};
+  if (!route.url)
+    return Error{route.url.error().code, what + ": not a usable API server URL: " + route.url.error().message};
   if (route.interrupter.stopped()) return Error::unavailable(what + ": stopping");
   if (!route.canceller) return Error{route.canceller.error().code, what + ": " + route.canceller.error().message};
   r.url = *route.url;
