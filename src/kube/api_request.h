@@ -1,18 +1,21 @@
 #pragma once
-// Bounded, interruptible requests to the API server. Each request has a deadline for the whole
-// exchange (connect, TLS, headers and body) and a size limit: httplib's own read timeout restarts
-// with every byte, so a server that drips bytes or stalls would otherwise hold the caller forever.
-// A watchdog shuts the request's socket down at the deadline, and Interrupter::stop() does the same
-// at once from any thread, in any phase (connect included), so shutdown never waits on the network.
+// Bounded, interruptible requests to the API server, over kgpu's own HTTP client (src/http). Each
+// request has one deadline for the whole exchange (connect, TLS, headers and body) and a size
+// limit, so a server that drips bytes or stalls cannot hold the caller. Interrupter::stop() ends a
+// request in flight at once from any thread, in any phase (connect included): every request polls
+// the Interrupter's eventfd next to its socket, so shutdown never waits on the network, and no
+// thread or timer exists for it.
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/result.h"
+#include "http/canceller.h"
+#include "http/url.h"
 #include "kube/api_server.h"
 
 namespace kgpu::kube {
@@ -21,7 +24,7 @@ namespace kgpu::kube {
 // sleep for backoff. Shared by every request of one owner (the node watcher, the slice publisher).
 class Interrupter {
  public:
-  Interrupter() = default;
+  Interrupter();
   ~Interrupter();
   Interrupter(const Interrupter&) = delete;
   Interrupter& operator=(const Interrupter&) = delete;
@@ -32,11 +35,16 @@ class Interrupter {
   bool sleep_for(std::chrono::milliseconds delay);
 
  private:
-  friend class ApiRequest;
+  friend class ApiClient;
+  // What requests poll to be cancelled; an Error when none could be made (no eventfd left), and
+  // then requests are refused rather than sent beyond stop()'s reach.
+  Result<const http::Canceller*> canceller() const;
+
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;  // sleep_for's wait
   bool stopped_ = false;
-  std::set<std::condition_variable*> watchdogs_;  // of the requests in flight, woken by stop()
+  std::optional<http::Canceller> canceller_;
+  std::string canceller_problem_;  // why canceller_ is empty
 };
 
 struct ApiAnswer {
@@ -72,7 +80,7 @@ class ApiClient {
     return request(ApiMethod::Delete, path, body, deadline, max_body);
   }
 
-  // GET `path` as a stream of newline-delimited lines (a watch). A 200 answer's lines go to
+  // GET `path` as a stream of newline-delimited lines (a watch). A 2xx answer's lines go to
   // `on_line` (false: end the stream here); another status's body (at most 4 KiB) comes back in
   // the answer. Ends without error when the server ends the stream or `on_line` says so; a line
   // over `max_line` bytes, a broken connection, the deadline or stop() are errors.
@@ -85,6 +93,7 @@ class ApiClient {
   std::string bearer_token() const;
 
   ApiServer server_;
+  Result<http::Url> url_;  // server_.base_url parsed once; an Error refuses every request
   Interrupter& interrupter_;
   mutable std::mutex token_mu_;
   mutable std::string token_;            // the last token read successfully
