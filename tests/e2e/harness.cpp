@@ -158,7 +158,12 @@ bool path_exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-std::string kgpu_binary() { return KGPU_BINARY; }
+// KGPU_E2E_BINARY runs the e2e tests against another build of kgpu: CI's tsan phase drives a
+// ThreadSanitizer kgpu with these (uninstrumented) tests, so what TSan checks is the daemon itself.
+std::string kgpu_binary() {
+  const char* other = std::getenv("KGPU_E2E_BINARY");
+  return other && *other ? other : KGPU_BINARY;
+}
 std::string fleet_path(const std::string& fleet_file) {
   return std::string(KGPU_FIXTURES_DIR) + "/fleets/" + fleet_file;
 }
