@@ -1,8 +1,30 @@
 #include "podresources/held_gpus.h"
 
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 namespace kgpu::podresources {
+
+namespace {
+
+// Every (resource, device ID) a plan advertises, for lookups in O(1): a plan may hold tens of
+// thousands of replicas, and each of them is looked up once per config switch.
+class AdvertisedIds {
+ public:
+  explicit AdvertisedIds(const ResourcePlan& plan) {
+    for (const auto& r : plan.resources)
+      for (const auto& d : r.devices) keys_.insert(key(r.name, d.id));
+  }
+  bool contains(const std::string& resource, const std::string& id) const { return keys_.contains(key(resource, id)); }
+
+ private:
+  // '\0' cannot occur in a resource name, so the pair is unambiguous.
+  static std::string key(const std::string& resource, const std::string& id) { return resource + '\0' + id; }
+  std::unordered_set<std::string> keys_;
+};
+
+}  // namespace
 
 void HeldGpus::served(const ResourcePlan& plan) {
   for (const auto& r : plan.resources)
@@ -10,20 +32,20 @@ void HeldGpus::served(const ResourcePlan& plan) {
 }
 
 bool HeldGpus::needs_check(const ResourcePlan& next) const {
-  for (const auto& [key, gpu] : known_) {
-    const Resource* r = next.find(key.first);
-    if (!r || !r->find(key.second)) return true;
-  }
+  if (known_.empty()) return false;
+  AdvertisedIds advertised(next);
+  for (const auto& [key, gpu] : known_)
+    if (!advertised.contains(key.first, key.second)) return true;
   return false;
 }
 
 ResourcePlan HeldGpus::withhold(ResourcePlan next, const std::vector<ContainerDevices>& pods) {
   holds_.clear();
   std::set<std::pair<std::string, std::string>> still_held;
+  AdvertisedIds advertised(next);
   for (const auto& c : pods)
     for (const auto& id : c.device_ids) {
-      const Resource* r = next.find(c.resource);
-      if (r && r->find(id)) continue;  // advertised as before: the kubelet knows it is taken
+      if (advertised.contains(c.resource, id)) continue;  // advertised as before: the kubelet knows it is taken
       auto it = known_.find({c.resource, id});
       if (it == known_.end()) continue;  // not an ID kgpu served (another plugin's resource)
       holds_.push_back({c.resource, id, it->second, c.pod()});
