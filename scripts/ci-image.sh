@@ -44,7 +44,7 @@ demo_tmp=$(mktemp -d)
 cleanup() {
   bh umount "$ctr" >/dev/null 2>&1 || true
   bh rm "$ctr" >/dev/null 2>&1 || true
-  rm -rf "$demo_tmp"
+  rm -rf "$demo_tmp" "$demo_tmp.nvml"
 }
 trap cleanup EXIT
 
@@ -54,9 +54,21 @@ user=$(bh inspect --type image --format '{{.OCIv1.Config.User}}' "$tag")
 echo "ci-image: kgpu version (in the image):"
 bh run "$ctr" -- /usr/bin/kgpu version
 
+# The simulated NVML is a test artifact, mounted rather than shipped; the shared libraries it needs
+# that the image does not have (kgpu links yaml-cpp from its archive, the fake NVML cannot: Debian's
+# archive is not position-independent) travel with it.
+demo_nvml="$demo_tmp.nvml"
+mkdir -p "$demo_nvml"
+cp -a "$fake_nvml"/. "$demo_nvml"/
+rootfs=$(bh mount "$ctr")
+for lib in $(ldd "$fake_nvml/libnvidia-ml.so.1" | grep -o '/[^ ]*'); do
+  [ -e "$rootfs$lib" ] || cp -L "$lib" "$demo_nvml/"
+done
+bh umount "$ctr" >/dev/null
+
 echo "ci-image: kgpu demo (in the image, simulated NVML mounted from $fake_nvml):"
 chmod 1777 "$demo_tmp"
-bh run --volume "$(realpath "$fake_nvml"):/opt/kgpu-fake-nvml:ro" \
+bh run --volume "$demo_nvml:/opt/kgpu-fake-nvml:ro" \
        --volume "$PWD/tests/fixtures/fleets:/opt/kgpu-fleets:ro" \
        --volume "$demo_tmp:/tmp" \
        "$ctr" -- /usr/bin/kgpu demo --fake-nvml-dir /opt/kgpu-fake-nvml \
