@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dra/api_share.h"
 #include "dra/claim_store.h"
 #include "dra/kubelet_plugin.h"
 #include "dra/pcie_roots.h"
@@ -22,10 +23,6 @@ namespace kgpu::cli {
 namespace {
 
 using namespace std::chrono_literals;
-
-bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
 
 // The GPU a published device belongs to: its own UUID, or its parent's for a MIG device.
 std::string gpu_uuid_of(const dra::DraDevice& d) {
@@ -42,36 +39,8 @@ std::string kubelet_root_of(const std::string& kubelet_socket) {
 
 }  // namespace
 
-Result<std::vector<bool>> dra_owned_gpus(const Inventory& inventory, const std::vector<std::string>& selection) {
-  // NVIDIA GPUs only: kgpu's DRA kubelet plugin serves the NVIDIA driver name (AMD and Intel GPUs
-  // stay with the device-plugin API).
-  std::vector<bool> owned(inventory.gpus.size(), false);
-  for (size_t i = 0; i < inventory.gpus.size(); ++i) owned[i] = selection.empty() && inventory.gpus[i].vendor == Vendor::Nvidia;
-  for (const auto& entry : selection) {
-    bool matched = false;
-    for (size_t i = 0; i < inventory.gpus.size(); ++i) {
-      const Gpu& g = inventory.gpus[i];
-      if (g.vendor != Vendor::Nvidia) continue;
-      if ((all_digits(entry) && std::to_string(g.index) == entry) || g.uuid == entry) owned[i] = matched = true;
-    }
-    if (!matched)
-      return Error::invalid("--dra-gpus entry \"" + entry + "\" names no NVIDIA GPU of this node (index or UUID)");
-  }
-  return owned;
-}
-
-ResourcePlan without_owned(ResourcePlan plan, const std::vector<bool>& owned) {
-  auto is_owned = [&](const AdvertisedDevice& d) { return d.gpu < owned.size() && owned[d.gpu]; };
-  std::erase_if(plan.resources, [&](Resource& r) {
-    if (r.devices.empty()) return false;
-    std::erase_if(r.devices, is_owned);
-    return r.devices.empty();
-  });
-  return plan;
-}
-
 struct DraWiring::Impl {
-  DraArgs args;
+  DraConfig args;  // as configured at start-up
   std::string node_name;
   std::string kubelet_root;
   kube::ApiServer api;
@@ -82,7 +51,7 @@ struct DraWiring::Impl {
   std::unique_ptr<dra::ClaimStore> store;
   std::unique_ptr<dra::KubeletPlugin> plugin;
   std::mutex mu;
-  std::string last_share_problem;  // logged once per change
+  std::string last_share_problem;  // unmatched kgpu.dra.gpus entries, logged once per change
 
   Result<std::string> fetch_claim(const std::string& ns, const std::string& name) const {
     std::string last;
@@ -108,29 +77,34 @@ struct DraWiring::Impl {
   }
 
   std::vector<bool> owned(const Inventory& inventory) {
-    auto owned = dra_owned_gpus(inventory, args.gpus);
+    auto share = dra::dra_share(inventory, args.gpus);
+    std::string problem;
+    for (const auto& entry : share.unmatched)
+      problem += (problem.empty() ? "" : ", ") + ("\"" + entry + "\"");
     std::lock_guard lock(mu);
-    std::string problem = owned ? std::string() : owned.error().message;
     if (problem != last_share_problem && !problem.empty())
-      spdlog::error("DRA: {}; DRA owns no GPU until the list is fixed", problem);
+      spdlog::error("DRA: kgpu.dra.gpus entries {} name no NVIDIA GPU of this node (index or UUID); the other "
+                    "entries still apply",
+                    problem);
     last_share_problem = problem;
-    return owned ? *owned : std::vector<bool>(inventory.gpus.size(), false);
+    return std::move(share.owned);
   }
 };
 
 DraWiring::DraWiring(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DraWiring::~DraWiring() { stop(); }
 
-Result<std::unique_ptr<DraWiring>> DraWiring::create(const DraArgs& args, const Config& config,
+Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
                                                      const std::map<std::string, std::string>& env) {
   auto impl = std::make_unique<Impl>();
-  impl->args = args;
+  impl->args = config.dra;
+  const DraConfig& args = config.dra;
   auto node = env.find("NODE_NAME");
   if (node == env.end() || node->second.empty())
-    return Error::invalid("--dra needs the node's name in NODE_NAME (the chart sets it from spec.nodeName)");
+    return Error::invalid("DRA (kgpu.dra.enabled) needs the node's name in NODE_NAME (the chart sets it from spec.nodeName)");
   impl->node_name = node->second;
   auto api = kube::find_api_server(env);
-  if (!api) return Error{api.error().code, "--dra needs the API server: " + api.error().message};
+  if (!api) return Error{api.error().code, "DRA (kgpu.dra.enabled) needs the API server: " + api.error().message};
   impl->api = *api;
   impl->client = std::make_unique<kube::ApiClient>(impl->api, impl->interrupter);
   impl->kubelet_root = kubelet_root_of(config.kubelet_socket);
@@ -152,7 +126,7 @@ std::function<ResourcePlan(const Inventory&, ResourcePlan)> DraWiring::api_share
   Impl* impl = impl_.get();
   return [impl](const Inventory& inventory, ResourcePlan plan) {
     if (!impl->args.device_plugin) return ResourcePlan{{}, std::move(plan.problems)};
-    return without_owned(std::move(plan), impl->owned(inventory));
+    return dra::without_owned(std::move(plan), impl->owned(inventory));
   };
 }
 

@@ -27,7 +27,6 @@ namespace {
 
 struct PluginArgs {
   kgpu::ConfigFlags flags;
-  kgpu::cli::DraArgs dra;
   bool print_config = false;
   bool strict = false;
 };
@@ -61,10 +60,15 @@ int run_plugin(const PluginArgs& args) {
   kgpu::server::DaemonOptions options;
   options.config = config;
   options.discover = [discovery](const kgpu::Config& c) { return discovery->discover(c); };
-  options.reload_config = [&args, selector = node_config.get()]() -> kgpu::Result<kgpu::Config> {
+  options.reload_config = [&args, selector = node_config.get(),
+                           started_dra = config.dra]() -> kgpu::Result<kgpu::Config> {
     auto reloaded = kgpu::cli::load_config_for_node(args.flags, kgpu::process_environment(), args.strict, selector);
     if (!reloaded) return reloaded.error();
     log_lines(spdlog::level::warn, kgpu::format_diagnostics(reloaded->diagnostics));
+    // The DRA driver's sockets, slices and claim checkpoint are set up once; switching them live
+    // could strand prepared claims, so a change waits for the next start (and says so).
+    if (reloaded->config.dra != started_dra)
+      spdlog::warn("kgpu.dra.* changed in the reloaded configuration; it takes effect when kgpu restarts");
     return reloaded->config;
   };
   // An MPS resource is advertised only once `kgpu mps-daemon` reports its control daemon ready;
@@ -77,17 +81,14 @@ int run_plugin(const PluginArgs& args) {
 
   // DRA: the GPUs it owns leave the device-plugin plan before anything is served.
   std::unique_ptr<kgpu::cli::DraWiring> dra;
-  if (args.dra.enabled) {
-    auto created = kgpu::cli::DraWiring::create(args.dra, config, env);
+  if (config.dra.enabled) {
+    auto created = kgpu::cli::DraWiring::create(config, env);
     if (!created) {
       spdlog::error("{}", created.error().message);
       return 1;
     }
     dra = std::move(*created);
     options.api_share = dra->api_share();
-  } else if (!args.dra.device_plugin) {
-    spdlog::error("--device-plugin=false leaves nothing to serve without --dra");
-    return 1;
   }
 
   // Metrics first: the registry must exist before any server reports into it.
@@ -164,19 +165,6 @@ void setup_plugin(CLI::App& root) {
   kgpu::add_config_flags(*cmd, args->flags);
   cmd->add_flag("--print-config", args->print_config, "Print every effective setting and its origin, then exit");
   cmd->add_flag("--strict-config", args->strict, "Treat unknown config keys as errors");
-  cmd->add_flag("--dra", args->dra.enabled,
-                "Also be the DRA driver (resource.k8s.io) for the NVIDIA GPUs it owns (--dra-gpus)")
-      ->envname("KGPU_DRA");
-  cmd->add_flag("--device-plugin,!--no-device-plugin", args->dra.device_plugin,
-                "Serve the device-plugin API (default on; off with --dra: DRA only)")
-      ->envname("KGPU_DEVICE_PLUGIN");
-  cmd->add_option("--dra-gpus", args->dra.gpus,
-                  "NVIDIA GPUs (indexes or UUIDs) DRA owns; the rest stay with the device-plugin API (default: all)")
-      ->delimiter(',')
-      ->envname("KGPU_DRA_GPUS");
-  cmd->add_option("--dra-driver", args->dra.driver, "DRA driver name for NVIDIA GPUs")
-      ->capture_default_str()
-      ->envname("KGPU_DRA_DRIVER");
   cmd->callback([args] { kgpu::cli::set_exit_code(run_plugin(*args)); });
 }
 KGPU_COMMAND(setup_plugin);

@@ -1,5 +1,6 @@
 #include "config/checks.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "config/go_duration.h"
@@ -48,6 +49,45 @@ bool valid_cdi_kind(const std::string& kind) {
   return true;
 }
 
+// A DNS subdomain (RFC 1123), as Kubernetes requires of a DRA driver name: it also names the
+// driver's folder under <kubelet root>/plugins/, so nothing like "../x" may pass.
+bool valid_dns_subdomain(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  size_t label_start = 0;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    if (i < name.size() && name[i] != '.') {
+      const char c = name[i];
+      if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-'))
+        return false;
+      continue;
+    }
+    const std::string label = name.substr(label_start, i - label_start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+    label_start = i + 1;
+  }
+  return true;
+}
+
+// A GPU index ("3") or an NVIDIA GPU UUID ("GPU-..."), the forms kgpu.dra.gpus matches against.
+bool valid_dra_gpu_entry(const std::string& entry) {
+  const bool index = !entry.empty() && entry.size() <= 9 &&
+                     std::all_of(entry.begin(), entry.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return index || (entry.starts_with("GPU-") && entry.size() > 4);
+}
+
+void check_dra(const Config& c, Reporter& r) {
+  if (!c.dra.enabled && !c.dra.device_plugin)
+    r.error("kgpu.dra.devicePlugin",
+            "kgpu.dra.devicePlugin is false and kgpu.dra.enabled is not set: nothing would be served");
+  if (!valid_dns_subdomain(c.dra.driver))
+    r.error("kgpu.dra.driver", "invalid DRA driver name \"" + c.dra.driver +
+                                   "\" (expected a DNS subdomain, e.g. gpu.nvidia.com)");
+  for (const auto& entry : c.dra.gpus)
+    if (!valid_dra_gpu_entry(entry))
+      r.error("kgpu.dra.gpus", "kgpu.dra.gpus entry \"" + entry +
+                                   "\" is neither a GPU index nor a GPU UUID (GPU-...); MIG devices follow their GPU");
+}
+
 }  // namespace
 
 bool valid_go_duration(const std::string& text) {
@@ -94,6 +134,7 @@ void check_effective_config(const CheckInput& in, std::vector<Diagnostic>& out) 
   if (c.health.recovery_enabled && c.health.recovery_probe_interval_ms == 0)
     r.error("kgpu.health.recovery.probeIntervalMs",
             "kgpu.health.recovery.probeIntervalMs must be at least 1 when recovery is enabled");
+  check_dra(c, r);
 }
 
 }  // namespace kgpu::config_detail

@@ -64,6 +64,15 @@ struct ResourcePattern {
 enum class XidAction { Ignore, MarkUnhealthy, MarkUnhealthyUntilReset };
 const char* to_string(XidAction);  // "ignore", "mark-unhealthy", "mark-unhealthy-until-reset"
 
+// kgpu as a DRA driver (resource.k8s.io) next to, or instead of, the device-plugin API.
+struct DraConfig {
+  bool enabled = false;
+  bool device_plugin = true;        // the device-plugin API keeps serving the GPUs DRA does not own
+  std::vector<std::string> gpus;    // NVIDIA GPUs (indexes or UUIDs) DRA owns; empty: all of them
+  std::string driver = "gpu.nvidia.com";
+  bool operator==(const DraConfig&) const = default;
+};
+
 struct HealthConfig {
   bool enabled = true;          // DP_DISABLE_HEALTHCHECKS=all turns this off
   bool xids_enabled = true;     // DP_DISABLE_HEALTHCHECKS=xids turns this off
@@ -129,6 +138,7 @@ struct Config {
   std::vector<GenericDeviceGroup> device_groups;  // kgpu.deviceGroups (sysfs/generic_group.h)
   bool labels_enabled = false;
   bool keep_labels_on_exit = false;
+  DraConfig dra;
 
   bool operator==(const Config&) const = default;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <type_traits>
 
 namespace kgpu::config_detail {
 namespace {
@@ -69,6 +70,30 @@ Setting health_bool(std::string key, std::string help, F member) {
   s.help = std::move(help);
   s.apply = [member](Config& c, const Values& v) { c.health.*member = *parse_bool(v.front()); };
   s.show = [member](const Config& c) { return show_bool(c.health.*member); };
+  return s;
+}
+
+// A setting of a nested section (Config::*section, then Section::*member).
+template <typename Section, typename T>
+Setting nested(std::string key, SettingKind kind, Values flags, Values envs, std::string help, Section Config::*section,
+               T Section::*member) {
+  Setting s;
+  s.key = std::move(key);
+  s.kind = kind;
+  s.flags = std::move(flags);
+  s.envs = std::move(envs);
+  s.help = std::move(help);
+  s.apply = [section, member](Config& c, const Values& v) {
+    if constexpr (std::is_same_v<T, bool>) (c.*section).*member = *parse_bool(v.front());
+    else if constexpr (std::is_same_v<T, std::string>) (c.*section).*member = v.front();
+    else (c.*section).*member = v;
+  };
+  s.show = [section, member](const Config& c) {
+    const T& value = (c.*section).*member;
+    if constexpr (std::is_same_v<T, bool>) return show_bool(value);
+    else if constexpr (std::is_same_v<T, std::string>) return quoted(value);
+    else return "[" + join(value, ", ") + "]";
+  };
   return s;
 }
 
@@ -220,6 +245,17 @@ std::vector<Setting> build_settings() {
                       "write node labels from the daemon", &Config::labels_enabled));
   t.push_back(boolean("kgpu.labels.keepOnExit", {"--keep-labels-on-exit"}, {"KGPU_KEEP_LABELS_ON_EXIT"},
                       "leave labels in place when the daemon stops", &Config::keep_labels_on_exit));
+  t.push_back(nested("kgpu.dra.enabled", SettingKind::Bool, {"--dra"}, {"KGPU_DRA"},
+                     "also be the DRA driver (resource.k8s.io) for the NVIDIA GPUs in kgpu.dra.gpus", &Config::dra,
+                     &DraConfig::enabled));
+  t.push_back(nested("kgpu.dra.devicePlugin", SettingKind::Bool, {"--device-plugin"}, {"KGPU_DEVICE_PLUGIN"},
+                     "serve the device-plugin API (false with DRA on: DRA only)", &Config::dra,
+                     &DraConfig::device_plugin));
+  t.push_back(nested("kgpu.dra.gpus", SettingKind::List, {"--dra-gpus"}, {"KGPU_DRA_GPUS"},
+                     "NVIDIA GPUs (indexes or UUIDs) DRA owns; the rest stay with the device-plugin API (default: all)",
+                     &Config::dra, &DraConfig::gpus));
+  t.push_back(nested("kgpu.dra.driver", SettingKind::String, {"--dra-driver"}, {"KGPU_DRA_DRIVER"},
+                     "DRA driver name for NVIDIA GPUs", &Config::dra, &DraConfig::driver));
   t.push_back(health_bool("kgpu.health.enabled", "health checks", &HealthConfig::enabled));
   t.push_back(health_bool("kgpu.health.xidsEnabled", "XID event checks", &HealthConfig::xids_enabled));
   {

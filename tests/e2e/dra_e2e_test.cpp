@@ -94,7 +94,11 @@ TEST_F(DraE2E, RegistersPublishesPreparesAndSurvivesARestartBetweenPrepareAndUnp
   // The daemon restarts between prepare and unprepare: the checkpoint keeps the claim.
   plugin->signal(SIGTERM);
   ASSERT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);
-  plugin = start(dra_options(api, "0,1,2,3"));
+  // Its list now also names GPU 9, which this node lacks: logged, and the other entries still apply.
+  plugin = start(dra_options(api, "0,1,2,3,9"));
+  ASSERT_TRUE(wait_healthy(kGpu, 4)) << diagnostics(*plugin);
+  auto logged = [&] { return plugin->stderr_text().find("\"9\" name no NVIDIA GPU") != std::string::npos; };
+  EXPECT_TRUE(eventually(logged, 20s)) << diagnostics(*plugin);
   sim::DraKubeletSim restarted(work.path(), 33);  // and the kubelet is an older one now
   auto again = restarted.wait_for_plugin(20s);
   ASSERT_TRUE(again) << again.error().message << "\n" << diagnostics(*plugin);
@@ -108,6 +112,7 @@ TEST_F(DraE2E, RegistersPublishesPreparesAndSurvivesARestartBetweenPrepareAndUnp
   ASSERT_TRUE(unprepared);
   EXPECT_EQ(unprepared->at("uid-1"), "");
   EXPECT_EQ(spec_files(), 0u);
+  EXPECT_EQ(published(api).size(), 4u);
 
   plugin->signal(SIGTERM);
   EXPECT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);

@@ -182,6 +182,24 @@ TEST(Precedence, HealthEnvVariables) {
   EXPECT_FALSE(load_config({}, Env{{"DP_DISABLE_HEALTHCHECKS", "gpus"}}, false).ok());
 }
 
+TEST(Precedence, DraSettingsFromEnvAndFlags) {
+  // The Helm chart sets the environment; a flag still wins, as for every setting.
+  ConfigFlags flags;
+  flags.set("kgpu.dra.driver", "--dra-driver", "gpu.example.com");
+  auto loaded = load_config(flags,
+                            Env{{"KGPU_DRA", "true"}, {"KGPU_DRA_GPUS", "2,GPU-3"}, {"KGPU_DEVICE_PLUGIN", "false"},
+                                {"KGPU_DRA_DRIVER", "gpu.nvidia.com"}},
+                            false);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_TRUE(loaded->config.dra.enabled);
+  EXPECT_FALSE(loaded->config.dra.device_plugin);
+  EXPECT_EQ(loaded->config.dra.gpus, (std::vector<std::string>{"2", "GPU-3"}));
+  EXPECT_EQ(loaded->config.dra.driver, "gpu.example.com");
+  EXPECT_EQ(loaded->origins.at("kgpu.dra.gpus"), "env KGPU_DRA_GPUS");
+  EXPECT_EQ(loaded->origins.at("kgpu.dra.driver"), "flag --dra-driver");
+  EXPECT_FALSE(load_config({}, Env{{"KGPU_DRA", "maybe"}}, false).ok());
+}
+
 TEST(Flags, CommandLineParsingFillsConfigFlags) {
   CLI::App app;
   ConfigFlags flags;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -117,9 +118,10 @@ TEST_F(DaemonTest, RegistersServesAndAllocates) {
 
 TEST_F(DaemonTest, HealthChangePushesListAndWatchOnTheSameEndpoint) {
   ASSERT_TRUE(sim->start().ok());
-  std::atomic<int> observed{0};
+  // Shared with the observer: the daemon thread may still call it after this body returns (until TearDown stops it).
+  auto observed = std::make_shared<std::atomic<int>>(0);
   run_daemon();
-  daemon->on_plan_changed([&](const Config&, const Inventory&, const ResourcePlan&) { observed++; });
+  daemon->on_plan_changed([observed](const Config&, const Inventory&, const ResourcePlan&) { (*observed)++; });
   ASSERT_TRUE(wait_healthy(2));
   int updates_before = sim->snapshot().find(kGpu)->updates;
   daemon->update_inventory([](const Inventory& inv) {
@@ -132,7 +134,7 @@ TEST_F(DaemonTest, HealthChangePushesListAndWatchOnTheSameEndpoint) {
   EXPECT_EQ(snap.find(kGpu)->registrations, 1);  // unchanged endpoint, no re-registration
   EXPECT_GT(snap.find(kGpu)->updates, updates_before);
   EXPECT_EQ(snap.find(kGpu)->devices[1].health, "Unhealthy");
-  EXPECT_TRUE(eventually([&] { return observed.load() >= 1; }, 10s));
+  EXPECT_TRUE(eventually([&] { return observed->load() >= 1; }, 10s));
 }
 
 TEST_F(DaemonTest, ReRegistersAfterKubeletRestart) {

@@ -1,0 +1,61 @@
+// kgpu.dra.*: validated with the rest of the config, so a bad value is refused at start-up and by
+// `kgpu config validate`, never discovered when the first claim arrives.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/loader.h"
+
+namespace kgpu {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string errors_of(const std::string& text) {
+  const auto loaded = parse_config_text(text, "c.yaml", false);
+  std::vector<Diagnostic> errors;
+  for (const auto& d : loaded.diagnostics)
+    if (d.severity == Diagnostic::Severity::Error) errors.push_back(d);
+  return format_diagnostics(errors);
+}
+
+TEST(DraSettings, ValidSettingsLoad) {
+  const auto loaded = parse_config_text(
+      "kgpu:\n  dra:\n    enabled: true\n    devicePlugin: false\n    gpus: [0, '12', GPU-4f5e]\n"
+      "    driver: gpu.example.com\n",
+      "c.yaml", false);
+  EXPECT_EQ(errors_of("kgpu:\n  dra:\n    enabled: true\n    gpus: [0, GPU-4f5e]\n"), "");
+  EXPECT_TRUE(loaded.config.dra.enabled);
+  EXPECT_FALSE(loaded.config.dra.device_plugin);
+  EXPECT_EQ(loaded.config.dra.gpus, (std::vector<std::string>{"0", "12", "GPU-4f5e"}));
+  EXPECT_EQ(loaded.config.dra.driver, "gpu.example.com");
+}
+
+TEST(DraSettings, GpuEntryThatIsNeitherIndexNorUuidIsAnErrorAtItsPosition) {
+  for (const char* entry : {"gpu0", "-1", "MIG-1234", "GPU-", "''", "1.5", "12345678901"}) {
+    const std::string text = errors_of(std::string("kgpu:\n  dra:\n    gpus: [") + entry + "]\n");
+    EXPECT_THAT(text, HasSubstr("is neither a GPU index nor a GPU UUID")) << entry;
+    EXPECT_THAT(text, HasSubstr("c.yaml:3:11")) << entry;  // the list's position
+  }
+}
+
+TEST(DraSettings, DriverNameMustBeADnsSubdomain) {
+  // It names the folder under <kubelet root>/plugins/: "../x" must never reach a path.
+  for (const char* name : {"../etc", "Gpu.nvidia.com", "gpu..nvidia.com", "-gpu.com", "gpu.com-", "gpu_nvidia.com",
+                           "a/b", "''"}) {
+    EXPECT_THAT(errors_of(std::string("kgpu:\n  dra:\n    driver: ") + name + "\n"),
+                HasSubstr("invalid DRA driver name"))
+        << name;
+  }
+  EXPECT_THAT(errors_of("kgpu:\n  dra:\n    driver: " + std::string(64, 'a') + ".com\n"),
+              HasSubstr("invalid DRA driver name"));
+  for (const char* name : {"gpu.nvidia.com", "gpu.amd.com", "gpu-1.example.com", "x"})
+    EXPECT_EQ(errors_of(std::string("kgpu:\n  dra:\n    driver: ") + name + "\n"), "") << name;
+}
+
+TEST(DraSettings, DevicePluginOffWithoutDraServesNothingAndIsRefused) {
+  EXPECT_THAT(errors_of("kgpu:\n  dra:\n    devicePlugin: false\n"), HasSubstr("nothing would be served"));
+  EXPECT_EQ(errors_of("kgpu:\n  dra:\n    enabled: true\n    devicePlugin: false\n"), "");
+}
+
+}  // namespace
+}  // namespace kgpu
