@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "e2e/sim_fixture.h"
+#include "fake-nvml/fake_nvml_control.h"
 #include "server/dra_kubelet_sim.h"
 #include "support/eventually.h"
 #include "support/fake_api_server.h"
@@ -38,6 +40,15 @@ class DraE2E : public SimE2E {
       if (slice["spec"].value("driver", "") == kDriver)
         for (const auto& d : slice["spec"].value("devices", nlohmann::json::array())) names.insert(d.value("name", ""));
     return names;
+  }
+  // Device name -> the GPU UUID it publishes.
+  static std::map<std::string, std::string> published_uuids(const FakeApiServer& api) {
+    std::map<std::string, std::string> out;
+    for (const auto& [name, slice] : api.slices())
+      if (slice["spec"].value("driver", "") == kDriver)
+        for (const auto& d : slice["spec"].value("devices", nlohmann::json::array()))
+          out[d.value("name", "")] = d["attributes"]["uuid"].value("string", "");
+    return out;
   }
   static nlohmann::json claim(const std::string& uid, const std::string& device) {
     nlohmann::json result = {{"request", "gpu"}, {"driver", kDriver}, {"pool", "node-1"}, {"device", device}};
@@ -117,6 +128,45 @@ TEST_F(DraE2E, RegistersPublishesPreparesAndSurvivesARestartBetweenPrepareAndUnp
   plugin->signal(SIGTERM);
   EXPECT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);
   EXPECT_FALSE(fs::exists(work.path() + "/plugins_registry/" + kDriver + "-reg.sock"));
+}
+
+// An XID on a GPU DRA owns takes exactly that device out of the published slice (the device-plugin
+// API's GPUs are untouched); a restarted kubelet finds the registration socket again, and its
+// confirmation re-publishes slices the cluster lost in the meantime.
+TEST_F(DraE2E, XidTakesADeviceOutOfTheSliceAndAKubeletRestartRepublishes) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  fake_nvml::Control control{work.file("nvml.control")};
+  auto options = dra_options(api, "0,1");
+  options.env["KGPU_FAKE_NVML_CONTROL"] = control.path();
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 6)) << diagnostics(*plugin);
+  sim::DraKubeletSim kubelet(work.path(), 34);
+  auto registered = kubelet.wait_for_plugin(20s);
+  ASSERT_TRUE(registered) << registered.error().message << "\n" << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 2; }, 20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return plugin->stderr_text().find("health: watching") != std::string::npos; }, 20s))
+      << diagnostics(*plugin);
+
+  const auto uuids = published_uuids(api);
+  ASSERT_EQ(uuids.size(), 2u);
+  const auto& [victim, victim_uuid] = *uuids.begin();
+  ASSERT_TRUE(control.inject_xid(victim_uuid, 79));
+  auto only_the_other = [&, name = victim] {
+    auto now = published(api);
+    return now.size() == 1 && !now.count(name);
+  };
+  ASSERT_TRUE(eventually(only_the_other, 20s)) << diagnostics(*plugin);
+  EXPECT_EQ(sim->snapshot().find(kGpu)->healthy_count(), 6u);
+
+  // The kubelet restarts, and the slices are gone meanwhile (say, a controller deleted them).
+  for (const auto& entry : api.slices()) api.remove_slice(entry.first);
+  ASSERT_TRUE(published(api).empty());
+  sim::DraKubeletSim restarted(work.path(), 34);
+  auto again = restarted.wait_for_plugin(20s);
+  ASSERT_TRUE(again) << again.error().message << "\n" << diagnostics(*plugin);
+  EXPECT_TRUE(eventually(only_the_other, 20s)) << diagnostics(*plugin);
+  EXPECT_TRUE(api.slice_rejections().empty());
 }
 
 // `kgpu kubelet-sim --dra` does the same from the command line, for a claim given as a file.
