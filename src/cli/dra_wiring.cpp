@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "dra/claim_sharing.h"
 #include "dra/api_share.h"
 #include "dra/claim_store.h"
 #include "dra/kubelet_plugin.h"
@@ -49,6 +51,7 @@ struct DraWiring::Impl {
   dra::SliceOptions slice_options;
   std::unique_ptr<dra::SlicePublisher> publisher;
   std::unique_ptr<dra::ClaimStore> store;
+  std::unique_ptr<dra::ClaimSharing> sharing;
   std::unique_ptr<dra::KubeletPlugin> plugin;
   std::mutex mu;
   std::string last_share_problem;  // unmatched kgpu.dra.gpus entries, logged once per change
@@ -119,6 +122,7 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
   impl->store = std::make_unique<dra::ClaimStore>(
       store_options, [raw](const std::string& ns, const std::string& name) { return raw->fetch_claim(ns, name); });
   for (const auto& w : impl->store->startup_warnings()) spdlog::warn("DRA: {}", w);
+  impl->sharing = std::make_unique<dra::ClaimSharing>(dra::find_nvidia_smi(config), dra::process_runner(30s));
   return std::unique_ptr<DraWiring>(new DraWiring(std::move(impl)));
 }
 
@@ -139,16 +143,26 @@ Status DraWiring::start(server::Daemon& daemon) {
   s.publisher->start();
   dra::ClaimHandler handler;
   dra::ClaimStore* store = s.store.get();
-  handler.prepare = [store](const dra::ClaimRef& ref) -> Result<std::vector<dra::PreparedDevice>> {
+  const dra::ClaimSharing* sharing = s.sharing.get();
+  handler.prepare = [store, sharing](const dra::ClaimRef& ref) -> Result<std::vector<dra::PreparedDevice>> {
+    const auto before = store->prepared();
+    const bool repeated = std::any_of(before.begin(), before.end(), [&](const auto& c) { return c.ref.uid == ref.uid; });
     auto prepared = store->prepare(ref);
     if (!prepared) return prepared.error();
-    if (!prepared->time_slicing.empty() || prepared->mps)
-      spdlog::warn("DRA: claim {} asks for time-slicing or MPS; kgpu does not apply claim sharing yet", ref.uid);
+    if (auto st = sharing->apply(store->prepared(), *prepared); !st) {
+      // A claim prepared by this call is rolled back, so the kubelet's retry starts afresh; one
+      // prepared earlier (its containers may run) stays until the kubelet unprepares it.
+      if (!repeated) (void)store->unprepare(ref.uid);
+      return st.error();
+    }
     return prepared->devices;
   };
-  handler.unprepare = [store](const dra::ClaimRef& ref) -> Status {
+  handler.unprepare = [store, sharing](const dra::ClaimRef& ref) -> Status {
     auto released = store->unprepare(ref.uid);
     if (!released) return released.error();
+    if (*released)
+      if (auto st = sharing->undo(store->prepared(), **released); !st)
+        spdlog::error("DRA: claim {} unprepared, but its sharing was not undone: {}", ref.uid, st.error().message);
     return ok_status();
   };
   dra::KubeletPluginOptions plugin_options{s.args.driver, s.kubelet_root, {}};

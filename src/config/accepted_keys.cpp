@@ -80,6 +80,7 @@ const std::vector<AcceptedKey>& accepted_keys() {
       {"kgpu.dra.devicePlugin", E::Daemon, "the device-plugin API is served"},
       {"kgpu.dra.gpus", E::Daemon, "the NVIDIA GPUs DRA owns"},
       {"kgpu.dra.driver", E::Daemon, "the DRA driver name for NVIDIA GPUs"},
+      {"kgpu.dra.nvidiaSmiPath", E::Daemon, "the nvidia-smi that sets DRA claims' time-slice intervals"},
       {"kgpu.health.enabled", E::Daemon, "the health monitor runs"},
       {"kgpu.health.xidsEnabled", E::Daemon, "XID events mark devices unhealthy"},
       {"kgpu.health.ignoredXids", E::Daemon, "XIDs that never mark a device unhealthy"},

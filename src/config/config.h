@@ -70,6 +70,9 @@ struct DraConfig {
   bool device_plugin = true;        // the device-plugin API keeps serving the GPUs DRA does not own
   std::vector<std::string> gpus;    // NVIDIA GPUs (indexes or UUIDs) DRA owns; empty: all of them
   std::string driver = "gpu.nvidia.com";
+  // Runs claims' time-slice intervals (nvidia-smi compute-policy); empty: <driver root>/usr/bin/nvidia-smi
+  // or /bin/nvidia-smi under the driver root, else nvidia-smi from PATH.
+  std::string nvidia_smi_path;
   bool operator==(const DraConfig&) const = default;
 };
 

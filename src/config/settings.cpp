@@ -256,6 +256,9 @@ std::vector<Setting> build_settings() {
                      &Config::dra, &DraConfig::gpus));
   t.push_back(nested("kgpu.dra.driver", SettingKind::String, {"--dra-driver"}, {"KGPU_DRA_DRIVER"},
                      "DRA driver name for NVIDIA GPUs", &Config::dra, &DraConfig::driver));
+  t.push_back(nested("kgpu.dra.nvidiaSmiPath", SettingKind::String, {"--dra-nvidia-smi"}, {"KGPU_DRA_NVIDIA_SMI"},
+                     "nvidia-smi that applies DRA claims' time-slice intervals (default: the driver root's)",
+                     &Config::dra, &DraConfig::nvidia_smi_path));
   t.push_back(health_bool("kgpu.health.enabled", "health checks", &HealthConfig::enabled));
   t.push_back(health_bool("kgpu.health.xidsEnabled", "XID event checks", &HealthConfig::xids_enabled));
   {

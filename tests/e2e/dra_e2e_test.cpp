@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -167,6 +168,58 @@ TEST_F(DraE2E, XidTakesADeviceOutOfTheSliceAndAKubeletRestartRepublishes) {
   ASSERT_TRUE(again) << again.error().message << "\n" << diagnostics(*plugin);
   EXPECT_TRUE(eventually(only_the_other, 20s)) << diagnostics(*plugin);
   EXPECT_TRUE(api.slice_rejections().empty());
+}
+
+// A claim's opaque GpuConfig asks for a time-slice interval: kgpu runs nvidia-smi (a recording
+// stand-in here) when it prepares the claim and puts the default back when it is unprepared. An MPS
+// config, which kgpu's DRA driver cannot serve yet, is refused with a reason and leaves no CDI spec.
+TEST_F(DraE2E, TimeSlicingClaimSetsTheIntervalAndMpsIsRefused) {
+  fs::create_directories(cdi_dir);
+  const std::string calls = work.file("nvidia-smi.calls");
+  const std::string nvidia_smi = work.write("bin/nvidia-smi", "#!/bin/sh\necho \"$@\" >> '" + calls + "'\n");
+  fs::permissions(nvidia_smi, fs::perms::owner_all);
+  FakeApiServer api("node-1", {});
+  auto options = dra_options(api, "0,1");
+  options.extra_args.insert(options.extra_args.end(), {"--dra-nvidia-smi", nvidia_smi});
+  auto plugin = start(options);
+  sim::DraKubeletSim kubelet(work.path(), 34);
+  ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 2; }, 20s)) << diagnostics(*plugin);
+  const auto uuids = published_uuids(api);
+  const auto& [sliced, sliced_uuid] = *uuids.begin();
+  const auto& mps_device = uuids.rbegin()->first;
+
+  auto with_sharing = [&](const std::string& uid, const std::string& device, nlohmann::json sharing) {
+    auto c = claim(uid, device);
+    c["metadata"]["name"] = uid;
+    nlohmann::json parameters = {{"apiVersion", "resource.nvidia.com/v1beta1"}, {"kind", "GpuConfig"},
+                                 {"sharing", std::move(sharing)}};
+    c["status"]["allocation"]["devices"]["config"] = {
+        {{"source", "FromClaim"}, {"requests", {"gpu"}}, {"opaque", {{"driver", kDriver}, {"parameters", parameters}}}}};
+    return c;
+  };
+  api.put_resource_claim(with_sharing("uid-ts", sliced,
+                                      {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Long"}}}}));
+  api.put_resource_claim(with_sharing("uid-mps", mps_device,
+                                      {{"strategy", "MPS"}, {"mpsConfig", {{"defaultActiveThreadPercentage", 50}}}}));
+  auto prepared = kubelet.prepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}, {"team-a", "uid-mps", "uid-mps"}});
+  ASSERT_TRUE(prepared) << prepared.error().message;
+  EXPECT_EQ(prepared->at("uid-ts").error, "") << diagnostics(*plugin);
+  EXPECT_NE(prepared->at("uid-mps").error.find("asks for MPS sharing"), std::string::npos)
+      << prepared->at("uid-mps").error;
+  auto read_calls = [&] {
+    std::ifstream in(calls);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(read_calls(), "compute-policy -i " + sliced_uuid + " --set-timeslice 3\n");
+  for (const auto& e : fs::directory_iterator(cdi_dir))
+    EXPECT_EQ(e.path().string().find("uid-mps"), std::string::npos) << e.path();
+
+  auto unprepared = kubelet.unprepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}});
+  ASSERT_TRUE(unprepared);
+  EXPECT_EQ(unprepared->at("uid-ts"), "");
+  EXPECT_EQ(read_calls(), "compute-policy -i " + sliced_uuid + " --set-timeslice 3\n" + "compute-policy -i " +
+                              sliced_uuid + " --set-timeslice 0\n");
 }
 
 // `kgpu kubelet-sim --dra` does the same from the command line, for a claim given as a file.

@@ -204,6 +204,7 @@ const std::map<std::string, Change>& changes() {
        {"kgpu: {dra: {enabled: true}}\n", "kgpu: {dra: {enabled: true, devicePlugin: false}}\n"}},
       {"kgpu.dra.gpus", {"", "kgpu: {dra: {gpus: [0, GPU-1]}}\n"}},
       {"kgpu.dra.driver", {"", "kgpu: {dra: {driver: gpu.example.com}}\n"}},
+      {"kgpu.dra.nvidiaSmiPath", {"", "kgpu: {dra: {nvidiaSmiPath: /x/nvidia-smi}}\n"}},
       {"kgpu.health.enabled", {"", "kgpu: {health: {enabled: false}}\n"}},
       {"kgpu.health.xidsEnabled", {"", "kgpu: {health: {xidsEnabled: false}}\n"}},
       {"kgpu.health.ignoredXids", {"", "kgpu: {health: {ignoredXids: [1]}}\n"}},

@@ -1,0 +1,91 @@
+#include "dra/claim_sharing.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "dra/time_slicing.h"
+#include "mps/process.h"
+#include "nvml/nvml_library.h"
+
+namespace kgpu::dra {
+
+namespace {
+
+bool is_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+std::string under(const std::string& root, const std::string& path) {
+  return (root.empty() || root == "/") ? path : root + path;
+}
+
+std::string joined(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+}  // namespace
+
+CommandRunner process_runner(std::chrono::milliseconds timeout) {
+  return [timeout](const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) -> Status {
+    auto status = mps::run_program(argv, env, "", timeout);
+    if (!status) return Error{status.error().code, joined(argv) + ": " + status.error().message};
+    if (*status != 0) return Error::unavailable(joined(argv) + ": exited with status " + std::to_string(*status));
+    return ok_status();
+  };
+}
+
+NvidiaSmi find_nvidia_smi(const Config& config) {
+  NvidiaSmi out;
+  const std::string& root = config.nvidia_driver_root;
+  if (!config.dra.nvidia_smi_path.empty()) {
+    out.path = config.dra.nvidia_smi_path;
+  } else {
+    out.path = "nvidia-smi";
+    for (const char* candidate : {"/usr/bin/nvidia-smi", "/bin/nvidia-smi"})
+      if (is_file(under(root, candidate))) {
+        out.path = under(root, candidate);
+        break;
+      }
+  }
+  if (!root.empty() && root != "/")
+    for (const auto& library : NvmlLibrary::candidate_paths(root))
+      if (library.starts_with(root) && is_file(library)) {
+        out.env["LD_PRELOAD"] = library;
+        break;
+      }
+  return out;
+}
+
+ClaimSharing::ClaimSharing(NvidiaSmi nvidia_smi, CommandRunner run)
+    : nvidia_smi_(std::move(nvidia_smi)), run_(std::move(run)) {}
+
+Status ClaimSharing::apply(const std::vector<PreparedClaim>& prepared, const PreparedClaim& claim) const {
+  if (claim.mps)
+    return Error::invalid("claim " + claim.ref.uid +
+                          " asks for MPS sharing: kgpu's DRA driver does not run per-claim MPS control daemons "
+                          "yet (use strategy TimeSlicing, or sharing.mps through the device-plugin API)");
+  auto settings = time_slices_to_apply(prepared, claim);
+  if (!settings) return settings.error();
+  return run_all(*settings);
+}
+
+Status ClaimSharing::undo(const std::vector<PreparedClaim>& remaining, const PreparedClaim& released) const {
+  return run_all(time_slices_to_reset(remaining, released));
+}
+
+Status ClaimSharing::run_all(const std::vector<TimeSliceSetting>& settings) const {
+  for (const auto& s : settings) {
+    auto argv = set_timeslice_argv(nvidia_smi_.path, s);
+    if (auto st = run_(argv, nvidia_smi_.env); !st)
+      return Error{st.error().code, "cannot set time-slice interval " + std::string(to_string(s.interval)) + " on " +
+                                        s.gpu_uuid + ": " + st.error().message};
+    spdlog::info("DRA: {} runs time-slice interval {}", s.gpu_uuid, to_string(s.interval));
+  }
+  return ok_status();
+}
+
+}  // namespace kgpu::dra

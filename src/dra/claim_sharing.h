@@ -1,0 +1,54 @@
+#pragma once
+// What a DRA claim's opaque sharing config needs beyond its CDI spec, done on the node:
+//  - TimeSlicing: `nvidia-smi compute-policy -i <uuid> --set-timeslice <n>` for each full GPU of
+//    the claim, and the default interval again once no prepared claim time-slices that GPU;
+//  - MPS: refused with a clear error (kgpu's DRA driver runs no per-claim MPS control daemon yet;
+//    the device-plugin API's sharing.mps does), rather than preparing containers whose
+//    CUDA_MPS_PIPE_DIRECTORY has no daemon behind it.
+// Runs on the DRA worker thread, one kubelet call at a time.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/result.h"
+#include "dra/prepare.h"
+
+namespace kgpu::dra {
+
+// Runs argv with extra environment; ok when it exits 0.
+using CommandRunner = std::function<Status(const std::vector<std::string>& argv,
+                                           const std::map<std::string, std::string>& env)>;
+
+// A runner that spawns the program with a deadline (mps::run_program).
+CommandRunner process_runner(std::chrono::milliseconds timeout);
+
+// The nvidia-smi to run for `config` and the environment it needs: kgpu.dra.nvidiaSmiPath, or the
+// driver root's own (usr/bin, then bin), else "nvidia-smi" from PATH. Under a driver root other
+// than "/", the root's libnvidia-ml.so.1 is preloaded (LD_PRELOAD) so that nvidia-smi finds its
+// NVML without putting the host's whole library folder (its libc included) on the search path.
+struct NvidiaSmi {
+  std::string path;
+  std::map<std::string, std::string> env;
+};
+NvidiaSmi find_nvidia_smi(const Config& config);
+
+class ClaimSharing {
+ public:
+  ClaimSharing(NvidiaSmi nvidia_smi, CommandRunner run);
+  // After the claim store prepared `claim` (`prepared`: every claim prepared now, `claim` included).
+  // Error: the claim cannot get its sharing; the caller rolls the prepare back.
+  Status apply(const std::vector<PreparedClaim>& prepared, const PreparedClaim& claim) const;
+  // After the claim store released `released` (`remaining`: the claims still prepared). Best
+  // effort: a failure is returned for the log, the claim is gone either way.
+  Status undo(const std::vector<PreparedClaim>& remaining, const PreparedClaim& released) const;
+
+ private:
+  Status run_all(const std::vector<TimeSliceSetting>& settings) const;
+  NvidiaSmi nvidia_smi_;
+  CommandRunner run_;
+};
+
+}  // namespace kgpu::dra

@@ -1,0 +1,28 @@
+#pragma once
+// Time-slice intervals that DRA claims ask for (GpuConfig sharing.strategy TimeSlicing), as
+// settings of the GPUs they hold: which `nvidia-smi compute-policy` runs a prepare needs, which an
+// unprepare needs to put a GPU back, and which claims cannot be honoured because a GPU they share
+// with a prepared claim already runs another interval. Pure; the caller runs the commands.
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "dra/prepare.h"
+
+namespace kgpu::dra {
+
+// The settings to apply for `claim`, given the claims already prepared (`claim` itself may be
+// among them: a repeated prepare re-applies, which is harmless). Error (precondition) naming the
+// GPU, both intervals and the other claim when a prepared claim holds that GPU with another one.
+Result<std::vector<TimeSliceSetting>> time_slices_to_apply(const std::vector<PreparedClaim>& prepared,
+                                                           const PreparedClaim& claim);
+
+// After `released` is unprepared: its GPUs that no claim in `remaining` time-slices go back to
+// the driver's default interval.
+std::vector<TimeSliceSetting> time_slices_to_reset(const std::vector<PreparedClaim>& remaining,
+                                                   const PreparedClaim& released);
+
+// nvidia-smi compute-policy -i <uuid> --set-timeslice <0..3>
+std::vector<std::string> set_timeslice_argv(const std::string& nvidia_smi, const TimeSliceSetting& setting);
+
+}  // namespace kgpu::dra

@@ -1,0 +1,121 @@
+// Claims' time-slice intervals: what a prepare runs, what an unprepare puts back, conflicts between
+// claims sharing a GPU (pure), and ClaimSharing driving a recorded runner (no process, no GPU).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "dra/claim_sharing.h"
+#include "dra/time_slicing.h"
+
+namespace kgpu::dra {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kGpu0 = "GPU-00000000-0000-4000-8000-000000000000";
+const std::string kGpu1 = "GPU-00000000-0000-4000-8000-000000000001";
+
+PreparedClaim claim(const std::string& uid, std::vector<TimeSliceSetting> slices) {
+  PreparedClaim c;
+  c.ref.uid = uid;
+  c.time_slicing = std::move(slices);
+  return c;
+}
+
+TEST(TimeSlicing, APrepareAppliesEveryIntervalOfTheClaim) {
+  const auto c = claim("a", {{kGpu0, TimeSliceInterval::Long}, {kGpu1, TimeSliceInterval::Short}});
+  auto settings = time_slices_to_apply({c}, c);  // the claim itself is among the prepared ones
+  ASSERT_TRUE(settings.ok()) << settings.error().message;
+  EXPECT_EQ(*settings, c.time_slicing);
+  EXPECT_EQ(set_timeslice_argv("/usr/bin/nvidia-smi", c.time_slicing[0]),
+            (std::vector<std::string>{"/usr/bin/nvidia-smi", "compute-policy", "-i", kGpu0, "--set-timeslice", "3"}));
+  EXPECT_EQ(set_timeslice_argv("nvidia-smi", c.time_slicing[1]).back(), "1");
+}
+
+TEST(TimeSlicing, AnotherIntervalOnAGpuAClaimAlreadyTimeSlicesIsRefusedByName) {
+  const auto held = claim("a", {{kGpu0, TimeSliceInterval::Long}});
+  const auto same = claim("b", {{kGpu0, TimeSliceInterval::Long}});
+  const auto other = claim("c", {{kGpu1, TimeSliceInterval::Medium}, {kGpu0, TimeSliceInterval::Short}});
+  EXPECT_TRUE(time_slices_to_apply({held, same}, same).ok());
+  auto refused = time_slices_to_apply({held, other}, other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Error::Code::FailedPrecondition);
+  EXPECT_EQ(refused.error().message,
+            "claim c asks for time-slice interval Short on " + kGpu0 + ", which runs Long for claim a");
+}
+
+TEST(TimeSlicing, AnUnprepareResetsOnlyGpusNoOtherClaimTimeSlices) {
+  const auto a = claim("a", {{kGpu0, TimeSliceInterval::Long}, {kGpu1, TimeSliceInterval::Long}});
+  const auto b = claim("b", {{kGpu1, TimeSliceInterval::Long}});
+  EXPECT_EQ(time_slices_to_reset({b}, a), (std::vector<TimeSliceSetting>{{kGpu0, TimeSliceInterval::Default}}));
+  EXPECT_EQ(time_slices_to_reset({}, b), (std::vector<TimeSliceSetting>{{kGpu1, TimeSliceInterval::Default}}));
+  EXPECT_TRUE(time_slices_to_reset({a}, claim("none", {})).empty());
+}
+
+struct Recorder {
+  std::vector<std::vector<std::string>> runs;
+  std::map<std::string, std::string> env;
+  bool fail = false;
+  CommandRunner runner() {
+    return [this](const std::vector<std::string>& argv, const std::map<std::string, std::string>& e) -> Status {
+      runs.push_back(argv);
+      env = e;
+      if (fail) return Error::unavailable("exited with status 6");
+      return ok_status();
+    };
+  }
+};
+
+TEST(ClaimSharing, TimeSlicesAreSetOnPrepareAndPutBackOnUnprepare) {
+  Recorder rec;
+  ClaimSharing sharing({"/drv/nvidia-smi", {{"LD_PRELOAD", "/drv/libnvidia-ml.so.1"}}}, rec.runner());
+  const auto a = claim("a", {{kGpu0, TimeSliceInterval::Medium}});
+  ASSERT_TRUE(sharing.apply({a}, a).ok());
+  ASSERT_TRUE(sharing.undo({}, a).ok());
+  ASSERT_EQ(rec.runs.size(), 2u);
+  EXPECT_EQ(rec.runs[0], set_timeslice_argv("/drv/nvidia-smi", {kGpu0, TimeSliceInterval::Medium}));
+  EXPECT_EQ(rec.runs[1], set_timeslice_argv("/drv/nvidia-smi", {kGpu0, TimeSliceInterval::Default}));
+  EXPECT_EQ(rec.env.at("LD_PRELOAD"), "/drv/libnvidia-ml.so.1");
+}
+
+TEST(ClaimSharing, FailuresAndMpsAreErrorsThatSayWhat) {
+  Recorder rec;
+  ClaimSharing sharing({"nvidia-smi", {}}, rec.runner());
+  rec.fail = true;
+  const auto a = claim("a", {{kGpu0, TimeSliceInterval::Long}});
+  auto failed = sharing.apply({a}, a);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().message,
+            "cannot set time-slice interval Long on " + kGpu0 + ": exited with status 6");
+  auto mps = claim("m", {});
+  mps.mps = MpsDaemonSpec{};
+  auto refused = sharing.apply({mps}, mps);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("claim m asks for MPS sharing"), std::string::npos);
+  EXPECT_EQ(rec.runs.size(), 1u);  // nothing run for the MPS claim
+}
+
+TEST(ClaimSharing, NvidiaSmiOfTheDriverRootWithItsNvmlPreloaded) {
+  const fs::path root = fs::temp_directory_path() / ("kgpu-nvsmi-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  Config config;
+  config.nvidia_driver_root = root.string();
+  EXPECT_EQ(find_nvidia_smi(config).path, "nvidia-smi");  // nothing there: PATH
+  EXPECT_TRUE(find_nvidia_smi(config).env.empty());
+  fs::create_directories(root / "usr/bin");
+  std::ofstream(root / "usr/bin/nvidia-smi") << "#!/bin/sh\n";
+  fs::create_directories(root / "usr/lib/x86_64-linux-gnu");
+  std::ofstream(root / "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1") << "";
+  const auto found = find_nvidia_smi(config);
+  EXPECT_EQ(found.path, (root / "usr/bin/nvidia-smi").string());
+  EXPECT_EQ(found.env.at("LD_PRELOAD"), (root / "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1").string());
+  config.dra.nvidia_smi_path = "/opt/nvidia-smi";
+  EXPECT_EQ(find_nvidia_smi(config).path, "/opt/nvidia-smi");
+  config.nvidia_driver_root = "/";
+  EXPECT_TRUE(find_nvidia_smi(config).env.empty());  // the host's own loader finds NVML
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace kgpu::dra
