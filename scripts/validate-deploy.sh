@@ -123,6 +123,8 @@ case "$mode" in
       "$renderer" -f "$deploy_tests/bad/values-dra-bad-api-version.yaml" "$chart"
     expect_failure "bad DRA driver name" "dra.driver" "is not a DNS subdomain" -- \
       "$renderer" -f "$deploy_tests/bad/values-dra-bad-driver.yaml" "$chart"
+    expect_failure "unknown DRA vendor" "dra.vendors" "\"habana\" is not nvidia, amd or intel" -- \
+      "$renderer" -f "$deploy_tests/bad/values-dra-bad-vendor.yaml" "$chart"
     out="$(mktemp -d)"
     trap 'rm -rf "$out"' EXIT
     "$renderer" -f "$chart/examples/default.yaml" --name kgpu --namespace kube-system "$chart" > "$out/default.yaml"

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "dra/api_share.h"
 #include "dra/pcie_roots.h"
 #include "dra/slice_builder.h"
 
@@ -27,8 +28,11 @@ std::string node_name() {
 }  // namespace
 
 int print_dra_slices(const Config& config, const Inventory& inventory) {
+  // As the daemon would publish them under this config's kgpu.dra.* (vendors, gpus, driver names),
+  // whether or not kgpu.dra.enabled is set yet.
   dra::SliceOptions options;
   options.node_name = node_name();
+  options.drivers = dra::driver_names(config.dra);
   options.pcie_roots = dra::read_pcie_roots(config.sysfs_root, inventory);
   auto publication = dra::build_publication(inventory, options);
   if (!publication) {
@@ -36,7 +40,10 @@ int print_dra_slices(const Config& config, const Inventory& inventory) {
     return 1;
   }
   nlohmann::json list{{"apiVersion", "v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
-  for (const auto& pool : publication->pools)
+  const auto share = dra::dra_share(inventory, config.dra);
+  for (const auto& entry : share.unmatched)
+    publication->notes.push_back("kgpu.dra.gpus entry \"" + entry + "\" names no NVIDIA GPU of this node");
+  for (const auto& pool : dra::served_pools(std::move(publication->pools), inventory, config.dra, share.owned))
     for (auto& slice : dra::resource_slices(pool, options, 1, dra::SliceApi::V1)) list["items"].push_back(slice);
   std::cout << list.dump(2) << "\n";
   for (const auto& note : publication->notes) std::cerr << "note: " << note << "\n";

@@ -26,20 +26,19 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The GPU a published device belongs to: its own UUID, or its parent's for a MIG device.
-std::string gpu_uuid_of(const dra::DraDevice& d) {
-  for (const char* name : {"parentUUID", "uuid"})
-    if (const auto* v = d.attribute(name); v && std::holds_alternative<std::string>(*v))
-      return std::get<std::string>(*v);
-  return {};
-}
-
 // <root>/device-plugins/kubelet.sock -> <root>
 std::string kubelet_root_of(const std::string& kubelet_socket) {
   return std::filesystem::path(kubelet_socket).parent_path().parent_path().string();
 }
 
 }  // namespace
+
+// One DRA driver kgpu serves (a vendor of kgpu.dra.vendors): its claims and its kubelet plugin.
+struct ServedDriver {
+  std::string name;  // "gpu.nvidia.com"
+  std::unique_ptr<dra::ClaimStore> store;
+  std::unique_ptr<dra::KubeletPlugin> plugin;
+};
 
 struct DraWiring::Impl {
   DraConfig args;  // as configured at start-up
@@ -50,9 +49,8 @@ struct DraWiring::Impl {
   std::unique_ptr<kube::ApiClient> client;
   dra::SliceOptions slice_options;
   std::unique_ptr<dra::SlicePublisher> publisher;
-  std::unique_ptr<dra::ClaimStore> store;
+  std::vector<ServedDriver> drivers;
   std::unique_ptr<dra::ClaimSharing> sharing;
-  std::unique_ptr<dra::KubeletPlugin> plugin;
   std::mutex mu;
   std::string last_share_problem;  // unmatched kgpu.dra.gpus entries, logged once per change
 
@@ -79,8 +77,12 @@ struct DraWiring::Impl {
     return uid.is_string() ? uid.get<std::string>() : std::string();
   }
 
+  bool serves(const std::string& driver) const {
+    return std::any_of(drivers.begin(), drivers.end(), [&](const ServedDriver& d) { return d.name == driver; });
+  }
+
   std::vector<bool> owned(const Inventory& inventory) {
-    auto share = dra::dra_share(inventory, args.gpus);
+    auto share = dra::dra_share(inventory, args);
     std::string problem;
     for (const auto& entry : share.unmatched)
       problem += (problem.empty() ? "" : ", ") + ("\"" + entry + "\"");
@@ -104,7 +106,8 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
   const DraConfig& args = config.dra;
   auto node = env.find("NODE_NAME");
   if (node == env.end() || node->second.empty())
-    return Error::invalid("DRA (kgpu.dra.enabled) needs the node's name in NODE_NAME (the chart sets it from spec.nodeName)");
+    return Error::invalid(
+        "DRA (kgpu.dra.enabled) needs the node's name in NODE_NAME (the chart sets it from spec.nodeName)");
   impl->node_name = node->second;
   auto api = kube::find_api_server(env);
   if (!api) return Error{api.error().code, "DRA (kgpu.dra.enabled) needs the API server: " + api.error().message};
@@ -112,16 +115,24 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
   impl->client = std::make_unique<kube::ApiClient>(impl->api, impl->interrupter);
   impl->kubelet_root = kubelet_root_of(config.kubelet_socket);
   impl->slice_options.node_name = impl->node_name;
-  impl->slice_options.drivers.nvidia = args.driver;
-  dra::ClaimStoreOptions store_options;
-  store_options.driver = args.driver;
-  store_options.checkpoint_path = impl->kubelet_root + "/plugins/" + args.driver + "/kgpu-claims.json";
-  store_options.cdi_dir = config.cdi_spec_dir;
-  store_options.boot_id = dra::read_boot_id(config.proc_root);
+  impl->slice_options.drivers = dra::driver_names(args);
+  const std::string boot_id = dra::read_boot_id(config.proc_root);
   Impl* raw = impl.get();
-  impl->store = std::make_unique<dra::ClaimStore>(
-      store_options, [raw](const std::string& ns, const std::string& name) { return raw->fetch_claim(ns, name); });
-  for (const auto& w : impl->store->startup_warnings()) spdlog::warn("DRA: {}", w);
+  const std::pair<const char*, const std::string*> vendors[] = {
+      {"nvidia", &args.driver}, {"amd", &args.amd_driver}, {"intel", &args.intel_driver}};
+  for (const auto& [vendor, driver] : vendors) {
+    if (std::find(args.vendors.begin(), args.vendors.end(), vendor) == args.vendors.end()) continue;
+    dra::ClaimStoreOptions store_options;
+    store_options.driver = *driver;
+    store_options.checkpoint_path = impl->kubelet_root + "/plugins/" + *driver + "/kgpu-claims.json";
+    store_options.cdi_dir = config.cdi_spec_dir;
+    store_options.boot_id = boot_id;
+    ServedDriver served{*driver, nullptr, nullptr};
+    served.store = std::make_unique<dra::ClaimStore>(
+        store_options, [raw](const std::string& ns, const std::string& name) { return raw->fetch_claim(ns, name); });
+    for (const auto& w : served.store->startup_warnings()) spdlog::warn("DRA {}: {}", *driver, w);
+    impl->drivers.push_back(std::move(served));
+  }
   impl->sharing = std::make_unique<dra::ClaimSharing>(dra::find_nvidia_smi(config), dra::process_runner(30s));
   return std::unique_ptr<DraWiring>(new DraWiring(std::move(impl)));
 }
@@ -134,19 +145,15 @@ std::function<ResourcePlan(const Inventory&, ResourcePlan)> DraWiring::api_share
   };
 }
 
-Status DraWiring::start(server::Daemon& daemon) {
-  Impl& s = *impl_;
-  s.slice_options.node_uid = s.node_uid();
-  if (s.slice_options.node_uid.empty())
-    spdlog::warn("DRA: cannot read Node {}'s uid; ResourceSlices are published without an owner", s.node_name);
-  s.publisher = std::make_unique<dra::SlicePublisher>(s.api, s.slice_options);
-  s.publisher->start();
+namespace {
+
+// The kubelet's calls for one driver: its claim store, then the claim's sharing.
+dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing* sharing) {
   dra::ClaimHandler handler;
-  dra::ClaimStore* store = s.store.get();
-  const dra::ClaimSharing* sharing = s.sharing.get();
   handler.prepare = [store, sharing](const dra::ClaimRef& ref) -> Result<std::vector<dra::PreparedDevice>> {
     const auto before = store->prepared();
-    const bool repeated = std::any_of(before.begin(), before.end(), [&](const auto& c) { return c.ref.uid == ref.uid; });
+    const bool repeated =
+        std::any_of(before.begin(), before.end(), [&](const auto& c) { return c.ref.uid == ref.uid; });
     auto prepared = store->prepare(ref);
     if (!prepared) return prepared.error();
     if (auto st = sharing->apply(store->prepared(), *prepared); !st) {
@@ -165,11 +172,33 @@ Status DraWiring::start(server::Daemon& daemon) {
         spdlog::error("DRA: claim {} unprepared, but its sharing was not undone: {}", ref.uid, st.error().message);
     return ok_status();
   };
-  dra::KubeletPluginOptions plugin_options{s.args.driver, s.kubelet_root, {}};
+  return handler;
+}
+
+}  // namespace
+
+Status DraWiring::start(server::Daemon& daemon) {
+  Impl& s = *impl_;
+  s.slice_options.node_uid = s.node_uid();
+  if (s.slice_options.node_uid.empty())
+    spdlog::warn("DRA: cannot read Node {}'s uid; ResourceSlices are published without an owner", s.node_name);
+  // The publisher covers only the drivers kgpu serves: another vendor's DRA driver on this node
+  // publishes its own slices, which kgpu must never delete.
+  auto publisher_options = s.slice_options;
+  for (std::string* name : {&publisher_options.drivers.nvidia, &publisher_options.drivers.amd,
+                            &publisher_options.drivers.intel})
+    if (!s.serves(*name)) name->clear();
+  s.publisher = std::make_unique<dra::SlicePublisher>(s.api, publisher_options);
+  s.publisher->start();
   dra::SlicePublisher* publisher = s.publisher.get();
-  plugin_options.on_registered = [publisher] { publisher->resync(); };  // only wakes its worker
-  s.plugin = std::make_unique<dra::KubeletPlugin>(plugin_options, handler, daemon.transport());
-  return s.plugin->start();
+  for (auto& driver : s.drivers) {
+    dra::KubeletPluginOptions plugin_options{driver.name, s.kubelet_root, {}};
+    plugin_options.on_registered = [publisher] { publisher->resync(); };  // only wakes its worker
+    auto handler = claim_handler(driver.store.get(), s.sharing.get());
+    driver.plugin = std::make_unique<dra::KubeletPlugin>(plugin_options, std::move(handler), daemon.transport());
+    if (auto st = driver.plugin->start(); !st) return st;
+  }
+  return ok_status();
 }
 
 void DraWiring::on_plan(const Config& config, const Inventory& inventory, const ResourcePlan&) {
@@ -181,25 +210,23 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
     spdlog::error("DRA: cannot build the ResourceSlices: {}", publication.error().message);
     return;
   }
-  auto owned = s.owned(inventory);
-  std::set<std::string> owned_uuids;
-  for (size_t i = 0; i < inventory.gpus.size(); ++i)
-    if (owned[i]) owned_uuids.insert(inventory.gpus[i].uuid);
-  auto devices = std::make_shared<dra::NodeDevices>();
-  std::erase_if(publication->pools, [&](const dra::DriverPool& p) { return p.driver != s.args.driver; });
-  for (auto& pool : publication->pools) {
-    std::erase_if(pool.devices, [&](const dra::DraDevice& d) { return !owned_uuids.count(gpu_uuid_of(d)); });
-    devices->pool = pool;
+  auto pools = dra::served_pools(std::move(publication->pools), inventory, s.args, s.owned(inventory));
+  for (auto& driver : s.drivers) {
+    auto devices = std::make_shared<dra::NodeDevices>();
+    devices->pool = {driver.name, s.node_name, {}};  // no GPU of this vendor now: an empty pool
+    for (const auto& pool : pools)
+      if (pool.driver == driver.name) devices->pool = pool;
+    devices->config = config;
+    devices->inventory = inventory;
+    driver.store->set_devices(std::move(devices));
   }
-  devices->config = config;
-  devices->inventory = inventory;
-  s.store->set_devices(std::move(devices));
-  if (s.publisher) s.publisher->publish(std::move(publication->pools));
+  if (s.publisher) s.publisher->publish(std::move(pools));
 }
 
 void DraWiring::stop() {
   if (!impl_) return;
-  if (impl_->plugin) impl_->plugin->stop();
+  for (auto& driver : impl_->drivers)
+    if (driver.plugin) driver.plugin->stop();
   impl_->interrupter.stop();
   if (impl_->publisher) impl_->publisher->stop();
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "config/go_duration.h"
 #include "config/settings.h"
@@ -79,9 +80,21 @@ void check_dra(const Config& c, Reporter& r) {
   if (!c.dra.enabled && !c.dra.device_plugin)
     r.error("kgpu.dra.devicePlugin",
             "kgpu.dra.devicePlugin is false and kgpu.dra.enabled is not set: nothing would be served");
-  if (!valid_dns_subdomain(c.dra.driver))
-    r.error("kgpu.dra.driver", "invalid DRA driver name \"" + c.dra.driver +
-                                   "\" (expected a DNS subdomain, e.g. gpu.nvidia.com)");
+  const std::pair<const char*, const std::string*> drivers[] = {
+      {"kgpu.dra.driver", &c.dra.driver}, {"kgpu.dra.amdDriver", &c.dra.amd_driver},
+      {"kgpu.dra.intelDriver", &c.dra.intel_driver}};
+  for (const auto& [key, name] : drivers)
+    if (!valid_dns_subdomain(*name))
+      r.error(key, "invalid DRA driver name \"" + *name + "\" (expected a DNS subdomain, e.g. gpu.nvidia.com)");
+  if (c.dra.driver == c.dra.amd_driver || c.dra.driver == c.dra.intel_driver || c.dra.amd_driver == c.dra.intel_driver)
+    r.error("kgpu.dra.driver", "the NVIDIA, AMD and Intel DRA driver names must differ (each has its own sockets, "
+                               "slices and claims)");
+  std::set<std::string> vendors;
+  for (const auto& v : c.dra.vendors)  // the parser has checked each is nvidia, amd or intel
+    if (!vendors.insert(v).second)
+      r.error("kgpu.dra.vendors", "vendor \"" + v + "\" is listed twice in kgpu.dra.vendors");
+  if (!c.dra.gpus.empty() && !vendors.contains("nvidia"))
+    r.error("kgpu.dra.gpus", "kgpu.dra.gpus names NVIDIA GPUs, but kgpu.dra.vendors leaves NVIDIA out");
   for (const auto& entry : c.dra.gpus)
     if (!valid_dra_gpu_entry(entry))
       r.error("kgpu.dra.gpus", "kgpu.dra.gpus entry \"" + entry +

@@ -69,7 +69,10 @@ struct DraConfig {
   bool enabled = false;
   bool device_plugin = true;        // the device-plugin API keeps serving the GPUs DRA does not own
   std::vector<std::string> gpus;    // NVIDIA GPUs (indexes or UUIDs) DRA owns; empty: all of them
+  std::vector<std::string> vendors{"nvidia"};  // whose GPUs DRA serves: nvidia, amd, intel
   std::string driver = "gpu.nvidia.com";
+  std::string amd_driver = "gpu.amd.com";
+  std::string intel_driver = "gpu.intel.com";
   // Runs claims' time-slice intervals (nvidia-smi compute-policy); empty: <driver root>/usr/bin/nvidia-smi
   // or /bin/nvidia-smi under the driver root, else nvidia-smi from PATH.
   std::string nvidia_smi_path;

@@ -254,8 +254,20 @@ std::vector<Setting> build_settings() {
   t.push_back(nested("kgpu.dra.gpus", SettingKind::List, {"--dra-gpus"}, {"KGPU_DRA_GPUS"},
                      "NVIDIA GPUs (indexes or UUIDs) DRA owns; the rest stay with the device-plugin API (default: all)",
                      &Config::dra, &DraConfig::gpus));
+  {
+    auto vendors = nested("kgpu.dra.vendors", SettingKind::List, {"--dra-vendors"}, {"KGPU_DRA_VENDORS"},
+                          "whose GPUs DRA serves; AMD and Intel GPUs are served whole", &Config::dra,
+                          &DraConfig::vendors);
+    vendors.choices = {"nvidia", "amd", "intel"};
+    vendors.noun = "DRA vendor";
+    t.push_back(std::move(vendors));
+  }
   t.push_back(nested("kgpu.dra.driver", SettingKind::String, {"--dra-driver"}, {"KGPU_DRA_DRIVER"},
                      "DRA driver name for NVIDIA GPUs", &Config::dra, &DraConfig::driver));
+  t.push_back(nested("kgpu.dra.amdDriver", SettingKind::String, {"--dra-amd-driver"}, {"KGPU_DRA_AMD_DRIVER"},
+                     "DRA driver name for AMD GPUs", &Config::dra, &DraConfig::amd_driver));
+  t.push_back(nested("kgpu.dra.intelDriver", SettingKind::String, {"--dra-intel-driver"}, {"KGPU_DRA_INTEL_DRIVER"},
+                     "DRA driver name for Intel GPUs", &Config::dra, &DraConfig::intel_driver));
   t.push_back(nested("kgpu.dra.nvidiaSmiPath", SettingKind::String, {"--dra-nvidia-smi"}, {"KGPU_DRA_NVIDIA_SMI"},
                      "nvidia-smi that applies DRA claims' time-slice intervals (default: the driver root's)",
                      &Config::dra, &DraConfig::nvidia_smi_path));
@@ -396,7 +408,8 @@ std::optional<std::string> check_values(const Setting& s, const Values& values) 
         return "expected a non-negative integer for " + s.key + ", got " + quoted(values.front());
       return std::nullopt;
     case SettingKind::List:
-      if (values.empty()) return s.key + " needs at least one value " + valid_choices(s);
+      if (values.empty())
+        return s.key + " needs at least one value" + (s.choices.empty() ? "" : " " + valid_choices(s));
       for (const auto& v : values)
         if (!s.choices.empty() && !is_choice(s, v)) return unknown_choice(s, v);
       return std::nullopt;

@@ -1,6 +1,7 @@
 #include "dra/api_share.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace kgpu::dra {
 namespace {
@@ -13,13 +14,30 @@ bool names(const std::string& entry, const Gpu& gpu) {
   return (all_digits(entry) && std::to_string(gpu.index) == entry) || gpu.uuid == entry;
 }
 
+// The GPU a published device belongs to: its parent's UUID for a MIG device, else its own.
+std::string gpu_uuid_of(const DraDevice& d) {
+  for (const char* name : {"parentUUID", "uuid"})
+    if (const auto* v = d.attribute(name); v && std::holds_alternative<std::string>(*v))
+      return std::get<std::string>(*v);
+  return {};
+}
+
+bool listed(const DraConfig& dra, Vendor vendor) {
+  const char* name = vendor == Vendor::Nvidia ? "nvidia" : vendor == Vendor::Amd ? "amd" : "intel";
+  return vendor != Vendor::Generic && std::find(dra.vendors.begin(), dra.vendors.end(), name) != dra.vendors.end();
+}
+
 }  // namespace
 
-DraShare dra_share(const Inventory& inventory, const std::vector<std::string>& selection) {
+DraShare dra_share(const Inventory& inventory, const DraConfig& dra) {
   DraShare share;
   share.owned.assign(inventory.gpus.size(), false);
-  for (size_t i = 0; i < inventory.gpus.size(); ++i)
-    share.owned[i] = selection.empty() && inventory.gpus[i].vendor == Vendor::Nvidia;
+  const auto& selection = dra.gpus;
+  for (size_t i = 0; i < inventory.gpus.size(); ++i) {
+    const Vendor vendor = inventory.gpus[i].vendor;
+    share.owned[i] = listed(dra, vendor) && (vendor != Vendor::Nvidia || selection.empty());
+  }
+  if (!listed(dra, Vendor::Nvidia)) return share;  // the config check refuses gpus without nvidia
   for (const auto& entry : selection) {
     bool matched = false;
     for (size_t i = 0; i < inventory.gpus.size(); ++i) {
@@ -30,6 +48,29 @@ DraShare dra_share(const Inventory& inventory, const std::vector<std::string>& s
     if (!matched) share.unmatched.push_back(entry);
   }
   return share;
+}
+
+DriverNames driver_names(const DraConfig& dra) { return {dra.driver, dra.amd_driver, dra.intel_driver}; }
+
+std::vector<std::string> served_drivers(const DraConfig& dra) {
+  std::vector<std::string> out;
+  for (Vendor v : {Vendor::Nvidia, Vendor::Amd, Vendor::Intel})
+    if (listed(dra, v))
+      out.push_back(v == Vendor::Nvidia ? dra.driver : v == Vendor::Amd ? dra.amd_driver : dra.intel_driver);
+  return out;
+}
+
+std::vector<DriverPool> served_pools(std::vector<DriverPool> pools, const Inventory& inventory, const DraConfig& dra,
+                                     const std::vector<bool>& owned) {
+  const auto served = served_drivers(dra);
+  std::erase_if(pools,
+                [&](const DriverPool& p) { return std::find(served.begin(), served.end(), p.driver) == served.end(); });
+  std::unordered_set<std::string> owned_uuids;
+  for (size_t i = 0; i < inventory.gpus.size() && i < owned.size(); ++i)
+    if (owned[i]) owned_uuids.insert(inventory.gpus[i].uuid);
+  for (auto& pool : pools)
+    std::erase_if(pool.devices, [&](const DraDevice& d) { return !owned_uuids.contains(gpu_uuid_of(d)); });
+  return pools;
 }
 
 ResourcePlan without_owned(ResourcePlan plan, const std::vector<bool>& owned) {

@@ -4,8 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "core/inventory.h"
 #include "core/resource_plan.h"
+#include "dra/slice_builder.h"
 
 namespace kgpu::dra {
 
@@ -14,12 +16,21 @@ struct DraShare {
   std::vector<std::string> unmatched;  // kgpu.dra.gpus entries that name no NVIDIA GPU of the node
 };
 
-// The NVIDIA GPUs DRA owns: every one when `selection` is empty, else those whose index or UUID a
-// selection entry names. An entry that names no GPU (a typo, or a GPU that fell off the bus) is
-// reported in `unmatched` and the other entries still apply: the GPUs they name stay with DRA
-// whatever happens to the list's other entries. AMD and Intel GPUs stay with the device-plugin API
-// (kgpu's DRA driver serves the NVIDIA driver name only).
-DraShare dra_share(const Inventory& inventory, const std::vector<std::string>& selection);
+// The GPUs DRA owns under `dra` (kgpu.dra.*): of the vendors in dra.vendors, every AMD and Intel
+// GPU, and the NVIDIA GPUs dra.gpus names by index or UUID (every one when it is empty). An entry
+// that names no GPU (a typo, or a GPU that fell off the bus) is reported in `unmatched` and the
+// other entries still apply. Generic devices (device groups) always stay with the device-plugin API.
+DraShare dra_share(const Inventory& inventory, const DraConfig& dra);
+
+// The driver names of kgpu.dra.* (driver, amdDriver, intelDriver), and those of them it serves
+// (kgpu.dra.vendors), in the order NVIDIA, AMD, Intel.
+DriverNames driver_names(const DraConfig& dra);
+std::vector<std::string> served_drivers(const DraConfig& dra);
+
+// What DRA publishes of `pools` (build_publication's): the pools of served drivers, each with only
+// the devices of owned GPUs (a MIG device follows its GPU).
+std::vector<DriverPool> served_pools(std::vector<DriverPool> pools, const Inventory& inventory, const DraConfig& dra,
+                                     const std::vector<bool>& owned);
 
 // The device-plugin share: `plan` without the devices of owned GPUs; a resource left without
 // devices goes too (one that never had any, such as a device group, stays).

@@ -19,8 +19,8 @@
 namespace kgpu::dra {
 
 // Runs argv with extra environment; ok when it exits 0.
-using CommandRunner = std::function<Status(const std::vector<std::string>& argv,
-                                           const std::map<std::string, std::string>& env)>;
+using CommandRunner =
+    std::function<Status(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env)>;
 
 // A runner that spawns the program with a deadline (mps::run_program).
 CommandRunner process_runner(std::chrono::milliseconds timeout);

@@ -40,8 +40,8 @@ std::vector<TimeSliceSetting> time_slices_to_reset(const std::vector<PreparedCla
 }
 
 std::vector<std::string> set_timeslice_argv(const std::string& nvidia_smi, const TimeSliceSetting& setting) {
-  return {nvidia_smi, "compute-policy", "-i", setting.gpu_uuid, "--set-timeslice",
-          std::to_string(static_cast<int>(setting.interval))};
+  return {nvidia_smi,       "compute-policy",  "-i",
+          setting.gpu_uuid, "--set-timeslice", std::to_string(static_cast<int>(setting.interval))};
 }
 
 }  // namespace kgpu::dra

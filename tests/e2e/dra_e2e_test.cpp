@@ -195,7 +195,9 @@ TEST_F(DraE2E, TimeSlicingClaimSetsTheIntervalAndMpsIsRefused) {
     nlohmann::json parameters = {{"apiVersion", "resource.nvidia.com/v1beta1"}, {"kind", "GpuConfig"},
                                  {"sharing", std::move(sharing)}};
     c["status"]["allocation"]["devices"]["config"] = {
-        {{"source", "FromClaim"}, {"requests", {"gpu"}}, {"opaque", {{"driver", kDriver}, {"parameters", parameters}}}}};
+        {{"source", "FromClaim"},
+         {"requests", {"gpu"}},
+         {"opaque", {{"driver", kDriver}, {"parameters", parameters}}}}};
     return c;
   };
   api.put_resource_claim(with_sharing("uid-ts", sliced,
@@ -220,6 +222,69 @@ TEST_F(DraE2E, TimeSlicingClaimSetsTheIntervalAndMpsIsRefused) {
   EXPECT_EQ(unprepared->at("uid-ts"), "");
   EXPECT_EQ(read_calls(), "compute-policy -i " + sliced_uuid + " --set-timeslice 3\n" + "compute-policy -i " +
                               sliced_uuid + " --set-timeslice 0\n");
+}
+
+// AMD GPUs (kgpu.dra.vendors: [amd]) are served under AMD's driver name, with their own sockets,
+// slices, claims and CDI kind; the device-plugin API keeps none of them. Slices other drivers
+// publish for this node (NVIDIA's or Intel's own DRA drivers) are never touched.
+TEST_F(DraE2E, AmdGpusUnderTheirOwnDriverNameAndOtherDriversSlicesLeftAlone) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  for (const char* driver : {"gpu.nvidia.com", "gpu.intel.com"}) {
+    api.put_slice({{"apiVersion", "resource.k8s.io/v1"},
+                   {"kind", "ResourceSlice"},
+                   {"metadata", {{"name", std::string("node-1-") + driver + "-theirs"}}},
+                   {"spec",
+                    {{"driver", driver},
+                     {"nodeName", "node-1"},
+                     {"pool", {{"name", "node-1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                     {"devices", nlohmann::json::array()}}}});
+  }
+  PluginOptions options;
+  options.fleet_file = "";
+  options.fake_nvml = false;
+  options.node_dir = std::string(KGPU_SYSFS_FIXTURES_DIR) + "/amd-mi210";
+  options.env = {{"NODE_NAME", "node-1"}, {"KGPU_KUBE_API", api.url()}};
+  options.extra_args = {"--dra", "--dra-vendors", "amd", "--cdi-spec-dir", cdi_dir};
+  auto plugin = start(options);
+  sim::DraKubeletSim kubelet(work.path(), 34);
+  auto registered = kubelet.wait_for_plugin(20s);
+  ASSERT_TRUE(registered) << registered.error().message << "\n" << diagnostics(*plugin);
+  EXPECT_EQ(registered->driver, "gpu.amd.com");
+  auto amd_devices = [&] {
+    std::vector<nlohmann::json> out;
+    for (const auto& [name, slice] : api.slices())
+      if (slice["spec"].value("driver", "") == "gpu.amd.com")
+        for (const auto& d : slice["spec"]["devices"]) out.push_back(d);
+    return out;
+  };
+  ASSERT_TRUE(eventually([&] { return amd_devices().size() == 2; }, 20s)) << diagnostics(*plugin);
+  EXPECT_TRUE(api.slice_rejections().empty());
+  EXPECT_EQ(api.slices().count("node-1-gpu.nvidia.com-theirs"), 1u);
+  EXPECT_EQ(api.slices().count("node-1-gpu.intel.com-theirs"), 1u);
+  EXPECT_EQ(sim->snapshot().find("amd.com/gpu"), nullptr);  // every AMD GPU is DRA's
+
+  auto c = claim("uid-amd", amd_devices()[0].value("name", ""));
+  c["status"]["allocation"]["devices"]["results"][0]["driver"] = "gpu.amd.com";
+  api.put_resource_claim(c);
+  auto prepared = kubelet.prepare("gpu.amd.com", {{"team-a", "train", "uid-amd"}});
+  ASSERT_TRUE(prepared) << prepared.error().message;
+  const auto& answer = prepared->at("uid-amd");
+  ASSERT_EQ(answer.error, "") << diagnostics(*plugin);
+  ASSERT_EQ(answer.devices.size(), 1u);
+  ASSERT_EQ(answer.devices[0].cdi_device_ids.size(), 1u);
+  EXPECT_EQ(answer.devices[0].cdi_device_ids[0].rfind("k8s.gpu.amd.com/claim=uid-amd-", 0), 0u)
+      << answer.devices[0].cdi_device_ids[0];
+  std::string spec;
+  for (const auto& e : fs::directory_iterator(cdi_dir)) {
+    std::ifstream in(e.path());
+    spec += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_NE(spec.find("/dev/kfd"), std::string::npos) << spec;
+  EXPECT_NE(spec.find("/dev/dri/renderD"), std::string::npos) << spec;
+  auto unprepared = kubelet.unprepare("gpu.amd.com", {{"team-a", "train", "uid-amd"}});
+  ASSERT_TRUE(unprepared);
+  EXPECT_EQ(unprepared->at("uid-amd"), "");
 }
 
 // `kgpu kubelet-sim --dra` does the same from the command line, for a claim given as a file.

@@ -40,16 +40,28 @@ TEST(DraSettings, GpuEntryThatIsNeitherIndexNorUuidIsAnErrorAtItsPosition) {
 
 TEST(DraSettings, DriverNameMustBeADnsSubdomain) {
   // It names the folder under <kubelet root>/plugins/: "../x" must never reach a path.
-  for (const char* name : {"../etc", "Gpu.nvidia.com", "gpu..nvidia.com", "-gpu.com", "gpu.com-", "gpu_nvidia.com",
-                           "a/b", "''"}) {
+  for (const char* name :
+       {"../etc", "Gpu.nvidia.com", "gpu..nvidia.com", "-gpu.com", "gpu.com-", "gpu_nvidia.com", "a/b", "''"}) {
     EXPECT_THAT(errors_of(std::string("kgpu:\n  dra:\n    driver: ") + name + "\n"),
                 HasSubstr("invalid DRA driver name"))
         << name;
   }
   EXPECT_THAT(errors_of("kgpu:\n  dra:\n    driver: " + std::string(64, 'a') + ".com\n"),
               HasSubstr("invalid DRA driver name"));
-  for (const char* name : {"gpu.nvidia.com", "gpu.amd.com", "gpu-1.example.com", "x"})
+  for (const char* name : {"gpu.nvidia.com", "gpu-1.example.com", "x"})
     EXPECT_EQ(errors_of(std::string("kgpu:\n  dra:\n    driver: ") + name + "\n"), "") << name;
+}
+
+TEST(DraSettings, VendorsAndTheirDriverNames) {
+  EXPECT_EQ(errors_of("kgpu:\n  dra:\n    vendors: [amd, intel, nvidia]\n    amdDriver: amd.example.com\n"), "");
+  EXPECT_THAT(errors_of("kgpu:\n  dra:\n    vendors: [nvidia, habana]\n"),
+              HasSubstr("unknown DRA vendor \"habana\" (valid: nvidia, amd, intel)"));
+  EXPECT_THAT(errors_of("kgpu:\n  dra:\n    vendors: [amd, amd]\n"), HasSubstr("\"amd\" is listed twice"));
+  EXPECT_THAT(errors_of("kgpu:\n  dra:\n    enabled: true\n    vendors: []\n"),
+              HasSubstr("kgpu.dra.vendors needs at least one value (valid: nvidia, amd, intel)"));
+  EXPECT_THAT(errors_of("kgpu:\n  dra:\n    vendors: [amd]\n    gpus: [0]\n"), HasSubstr("leaves NVIDIA out"));
+  EXPECT_THAT(errors_of("kgpu:\n  dra:\n    intelDriver: gpu.amd.com\n"), HasSubstr("must differ"));
+  EXPECT_THAT(errors_of("kgpu:\n  dra:\n    amdDriver: ../amd\n"), HasSubstr("invalid DRA driver name \"../amd\""));
 }
 
 TEST(DraSettings, DevicePluginOffWithoutDraServesNothingAndIsRefused) {

@@ -86,8 +86,7 @@ TEST(ClaimSharing, FailuresAndMpsAreErrorsThatSayWhat) {
   const auto a = claim("a", {{kGpu0, TimeSliceInterval::Long}});
   auto failed = sharing.apply({a}, a);
   ASSERT_FALSE(failed.ok());
-  EXPECT_EQ(failed.error().message,
-            "cannot set time-slice interval Long on " + kGpu0 + ": exited with status 6");
+  EXPECT_EQ(failed.error().message, "cannot set time-slice interval Long on " + kGpu0 + ": exited with status 6");
   auto mps = claim("m", {});
   mps.mps = MpsDaemonSpec{};
   auto refused = sharing.apply({mps}, mps);

@@ -140,6 +140,22 @@ capabilities:
 {{- end -}}
 {{- end -}}
 
+{{/* dra.vendors as the daemon's comma list (KGPU_DRA_VENDORS), checked. */}}
+{{- define "kgpu.draVendors" -}}
+{{- $vendors := list -}}
+{{- range .Values.dra.vendors -}}
+{{- $vendor := toString . -}}
+{{- if not (has $vendor (list "nvidia" "amd" "intel")) -}}
+{{- fail (printf "dra.vendors: %q is not nvidia, amd or intel" $vendor) -}}
+{{- end -}}
+{{- $vendors = append $vendors $vendor -}}
+{{- end -}}
+{{- if not $vendors -}}
+{{- fail "dra.vendors: name at least one of nvidia, amd, intel" -}}
+{{- end -}}
+{{- join "," ($vendors | uniq) -}}
+{{- end -}}
+
 {{/* dra.gpus as the daemon's comma list (KGPU_DRA_GPUS); entries are GPU indexes or UUIDs. */}}
 {{- define "kgpu.draGpus" -}}
 {{- $entries := list -}}
