@@ -287,6 +287,50 @@ TEST_F(DraE2E, AmdGpusUnderTheirOwnDriverNameAndOtherDriversSlicesLeftAlone) {
   EXPECT_EQ(unprepared->at("uid-amd"), "");
 }
 
+// Intel GPUs (i915 and xe) under Intel's driver name, next to the device-plugin API for nothing else.
+TEST_F(DraE2E, IntelGpusAreServedAndPreparedUnderIntelsDriverName) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  PluginOptions options;
+  options.fleet_file = "";
+  options.fake_nvml = false;
+  options.node_dir = std::string(KGPU_SYSFS_FIXTURES_DIR) + "/intel-flex-arc";
+  options.env = {{"NODE_NAME", "node-1"}, {"KGPU_KUBE_API", api.url()}};
+  options.extra_args = {"--dra", "--dra-vendors", "intel", "--cdi-spec-dir", cdi_dir};
+  auto plugin = start(options);
+  sim::DraKubeletSim kubelet(work.path(), 33);
+  auto registered = kubelet.wait_for_plugin(20s);
+  ASSERT_TRUE(registered) << registered.error().message << "\n" << diagnostics(*plugin);
+  EXPECT_EQ(registered->driver, "gpu.intel.com");
+  auto intel_devices = [&] {
+    std::vector<std::string> out;
+    for (const auto& [name, slice] : api.slices())
+      if (slice["spec"].value("driver", "") == "gpu.intel.com")
+        for (const auto& d : slice["spec"]["devices"]) out.push_back(d.value("name", ""));
+    return out;
+  };
+  ASSERT_TRUE(eventually([&] { return intel_devices().size() >= 2; }, 20s)) << diagnostics(*plugin);
+  EXPECT_TRUE(api.slice_rejections().empty());
+  EXPECT_EQ(sim->snapshot().find("gpu.intel.com/i915"), nullptr);
+  EXPECT_EQ(sim->snapshot().find("gpu.intel.com/xe"), nullptr);
+
+  auto c = claim("uid-intel", intel_devices().front());
+  c["status"]["allocation"]["devices"]["results"][0]["driver"] = "gpu.intel.com";
+  api.put_resource_claim(c);
+  auto prepared = kubelet.prepare("gpu.intel.com", {{"team-a", "train", "uid-intel"}});
+  ASSERT_TRUE(prepared) << prepared.error().message;
+  const auto& answer = prepared->at("uid-intel");
+  ASSERT_EQ(answer.error, "") << diagnostics(*plugin);
+  ASSERT_EQ(answer.devices.size(), 1u);
+  EXPECT_EQ(answer.devices[0].cdi_device_ids.at(0).rfind("k8s.gpu.intel.com/claim=uid-intel-", 0), 0u);
+  std::string spec;
+  for (const auto& e : fs::directory_iterator(cdi_dir)) {
+    std::ifstream in(e.path());
+    spec += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_NE(spec.find("/dev/dri/"), std::string::npos) << spec;
+}
+
 // `kgpu kubelet-sim --dra` does the same from the command line, for a claim given as a file.
 TEST_F(DraE2E, KubeletSimCommandPreparesAndUnpreparesAClaimFile) {
   fs::create_directories(cdi_dir);
