@@ -1,6 +1,7 @@
 #include "cli/dra_wiring.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "dra/slice_publisher.h"
 #include "kube/api_request.h"
 #include "kube/api_server.h"
+#include "core/unique_fd.h"
 #include "server/daemon.h"
 
 namespace kgpu::cli {
@@ -51,6 +53,7 @@ struct DraWiring::Impl {
   std::unique_ptr<dra::SlicePublisher> publisher;
   std::vector<ServedDriver> drivers;
   std::unique_ptr<dra::ClaimSharing> sharing;
+  UniqueFd cancel{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};  // readable once stop() began: ends a program run
   std::mutex mu;
   std::string last_share_problem;  // unmatched kgpu.dra.gpus entries, logged once per change
 
@@ -133,7 +136,8 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
     for (const auto& w : served.store->startup_warnings()) spdlog::warn("DRA {}: {}", *driver, w);
     impl->drivers.push_back(std::move(served));
   }
-  impl->sharing = std::make_unique<dra::ClaimSharing>(dra::find_nvidia_smi(config), dra::process_runner(30s));
+  auto runner = dra::process_runner(30s, impl->cancel.get());
+  impl->sharing = std::make_unique<dra::ClaimSharing>(dra::find_nvidia_smi(config), std::move(runner));
   return std::unique_ptr<DraWiring>(new DraWiring(std::move(impl)));
 }
 
@@ -225,9 +229,12 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
 
 void DraWiring::stop() {
   if (!impl_) return;
+  // First end what a kubelet call may be waiting on (a claim fetch, an nvidia-smi run), so that
+  // joining the plugins' workers never waits out a timeout at shutdown.
+  impl_->interrupter.stop();
+  if (impl_->cancel.get() >= 0) (void)::eventfd_write(impl_->cancel.get(), 1);
   for (auto& driver : impl_->drivers)
     if (driver.plugin) driver.plugin->stop();
-  impl_->interrupter.stop();
   if (impl_->publisher) impl_->publisher->stop();
 }
 

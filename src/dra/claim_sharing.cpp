@@ -29,9 +29,10 @@ std::string joined(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-CommandRunner process_runner(std::chrono::milliseconds timeout) {
-  return [timeout](const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) -> Status {
-    auto status = mps::run_program(argv, env, "", timeout);
+CommandRunner process_runner(std::chrono::milliseconds timeout, int cancel_fd) {
+  return [timeout, cancel_fd](const std::vector<std::string>& argv,
+                              const std::map<std::string, std::string>& env) -> Status {
+    auto status = mps::run_program(argv, env, "", timeout, cancel_fd);
     if (!status) return Error{status.error().code, joined(argv) + ": " + status.error().message};
     if (*status != 0) return Error::unavailable(joined(argv) + ": exited with status " + std::to_string(*status));
     return ok_status();

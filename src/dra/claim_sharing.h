@@ -22,8 +22,9 @@ namespace kgpu::dra {
 using CommandRunner =
     std::function<Status(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env)>;
 
-// A runner that spawns the program with a deadline (mps::run_program).
-CommandRunner process_runner(std::chrono::milliseconds timeout);
+// A runner that spawns the program with a deadline (mps::run_program); it is killed at the deadline
+// or once `cancel_fd` (when >= 0; an eventfd the owner writes at shutdown) becomes readable.
+CommandRunner process_runner(std::chrono::milliseconds timeout, int cancel_fd = -1);
 
 // The nvidia-smi to run for `config` and the environment it needs: kgpu.dra.nvidiaSmiPath, or the
 // driver root's own (usr/bin, then bin), else "nvidia-smi" from PATH. Under a driver root other

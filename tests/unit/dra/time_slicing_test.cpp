@@ -1,8 +1,10 @@
 // Claims' time-slice intervals: what a prepare runs, what an unprepare puts back, conflicts between
 // claims sharing a GPU (pure), and ClaimSharing driving a recorded runner (no process, no GPU).
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -93,6 +95,24 @@ TEST(ClaimSharing, FailuresAndMpsAreErrorsThatSayWhat) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("claim m asks for MPS sharing"), std::string::npos);
   EXPECT_EQ(rec.runs.size(), 1u);  // nothing run for the MPS claim
+}
+
+TEST(ClaimSharing, ProcessRunnerReportsExitStatusAndIsCancelledAtShutdown) {
+  using namespace std::chrono_literals;
+  const auto run = process_runner(10s);
+  EXPECT_TRUE(run({"/bin/sh", "-c", "test \"$KGPU_X\" = y"}, {{"KGPU_X", "y"}}).ok());
+  const auto failed = run({"/bin/sh", "-c", "exit 6"}, {});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().message, "/bin/sh -c exit 6: exited with status 6");
+  // Shutdown has begun (the eventfd is readable): a program that would run for a minute is killed
+  // at once instead of holding the DRA worker, and so the daemon's exit, for its whole timeout.
+  const int cancel = ::eventfd(1, EFD_CLOEXEC);
+  ASSERT_GE(cancel, 0);
+  const auto start = std::chrono::steady_clock::now();
+  const auto cancelled = process_runner(60s, cancel)({"/bin/sleep", "60"}, {});
+  EXPECT_FALSE(cancelled.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  ::close(cancel);
 }
 
 TEST(ClaimSharing, NvidiaSmiOfTheDriverRootWithItsNvmlPreloaded) {
