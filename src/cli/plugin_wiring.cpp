@@ -325,6 +325,13 @@ void LabelsWriter::watch_folder_of(const std::string& path) {
     return;
   }
   watch_.emplace(std::move(*watch));
+  {
+    // A folder that appeared after a failed write but before the watch was armed sends no event
+    // the watch could see: now that later changes are seen, write once more if it is there.
+    std::error_code ec;
+    std::lock_guard lock(mu_);
+    if (wanted_ && (!written_ || *written_ != *wanted_) && std::filesystem::is_directory(dir, ec)) write_locked(true);
+  }
   thread_ = std::thread([this] {
     name_this_thread("kgpu-labels");  // rewrites the labels file if someone removes it
     run();
