@@ -42,6 +42,33 @@ class DraE2E : public SimE2E {
         for (const auto& d : slice["spec"].value("devices", nlohmann::json::array())) names.insert(d.value("name", ""));
     return names;
   }
+  // DRA for a sysfs-only node (no NVML) and the vendors given.
+  PluginOptions sysfs_dra_options(const FakeApiServer& api, const std::string& fixture, const std::string& vendors) {
+    PluginOptions options;
+    options.fleet_file = "";
+    options.fake_nvml = false;
+    options.node_dir = std::string(KGPU_SYSFS_FIXTURES_DIR) + "/" + fixture;
+    options.env = {{"NODE_NAME", "node-1"}, {"KGPU_KUBE_API", api.url()}};
+    options.extra_args = {"--dra", "--dra-vendors", vendors, "--cdi-spec-dir", cdi_dir};
+    return options;
+  }
+  // Names of the devices published for `driver`.
+  static std::vector<std::string> device_names(const FakeApiServer& api, const std::string& driver) {
+    std::vector<std::string> out;
+    for (const auto& [name, slice] : api.slices())
+      if (slice["spec"].value("driver", "") == driver)
+        for (const auto& d : slice["spec"]["devices"]) out.push_back(d.value("name", ""));
+    return out;
+  }
+  // Every CDI spec in the CDI folder, as one text.
+  std::string cdi_specs() const {
+    std::string text;
+    for (const auto& e : fs::directory_iterator(cdi_dir)) {
+      std::ifstream in(e.path());
+      text += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return text;
+  }
   // Device name -> the GPU UUID it publishes.
   static std::map<std::string, std::string> published_uuids(const FakeApiServer& api) {
     std::map<std::string, std::string> out;
@@ -240,31 +267,19 @@ TEST_F(DraE2E, AmdGpusUnderTheirOwnDriverNameAndOtherDriversSlicesLeftAlone) {
                      {"pool", {{"name", "node-1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
                      {"devices", nlohmann::json::array()}}}});
   }
-  PluginOptions options;
-  options.fleet_file = "";
-  options.fake_nvml = false;
-  options.node_dir = std::string(KGPU_SYSFS_FIXTURES_DIR) + "/amd-mi210";
-  options.env = {{"NODE_NAME", "node-1"}, {"KGPU_KUBE_API", api.url()}};
-  options.extra_args = {"--dra", "--dra-vendors", "amd", "--cdi-spec-dir", cdi_dir};
-  auto plugin = start(options);
+  auto plugin = start(sysfs_dra_options(api, "amd-mi210", "amd"));
   sim::DraKubeletSim kubelet(work.path(), 34);
   auto registered = kubelet.wait_for_plugin(20s);
   ASSERT_TRUE(registered) << registered.error().message << "\n" << diagnostics(*plugin);
   EXPECT_EQ(registered->driver, "gpu.amd.com");
-  auto amd_devices = [&] {
-    std::vector<nlohmann::json> out;
-    for (const auto& [name, slice] : api.slices())
-      if (slice["spec"].value("driver", "") == "gpu.amd.com")
-        for (const auto& d : slice["spec"]["devices"]) out.push_back(d);
-    return out;
-  };
+  auto amd_devices = [&] { return device_names(api, "gpu.amd.com"); };
   ASSERT_TRUE(eventually([&] { return amd_devices().size() == 2; }, 20s)) << diagnostics(*plugin);
   EXPECT_TRUE(api.slice_rejections().empty());
   EXPECT_EQ(api.slices().count("node-1-gpu.nvidia.com-theirs"), 1u);
   EXPECT_EQ(api.slices().count("node-1-gpu.intel.com-theirs"), 1u);
   EXPECT_EQ(sim->snapshot().find("amd.com/gpu"), nullptr);  // every AMD GPU is DRA's
 
-  auto c = claim("uid-amd", amd_devices()[0].value("name", ""));
+  auto c = claim("uid-amd", amd_devices()[0]);
   c["status"]["allocation"]["devices"]["results"][0]["driver"] = "gpu.amd.com";
   api.put_resource_claim(c);
   auto prepared = kubelet.prepare("gpu.amd.com", {{"team-a", "train", "uid-amd"}});
@@ -275,11 +290,7 @@ TEST_F(DraE2E, AmdGpusUnderTheirOwnDriverNameAndOtherDriversSlicesLeftAlone) {
   ASSERT_EQ(answer.devices[0].cdi_device_ids.size(), 1u);
   EXPECT_EQ(answer.devices[0].cdi_device_ids[0].rfind("k8s.gpu.amd.com/claim=uid-amd-", 0), 0u)
       << answer.devices[0].cdi_device_ids[0];
-  std::string spec;
-  for (const auto& e : fs::directory_iterator(cdi_dir)) {
-    std::ifstream in(e.path());
-    spec += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const std::string spec = cdi_specs();
   EXPECT_NE(spec.find("/dev/kfd"), std::string::npos) << spec;
   EXPECT_NE(spec.find("/dev/dri/renderD"), std::string::npos) << spec;
   auto unprepared = kubelet.unprepare("gpu.amd.com", {{"team-a", "train", "uid-amd"}});
@@ -291,24 +302,12 @@ TEST_F(DraE2E, AmdGpusUnderTheirOwnDriverNameAndOtherDriversSlicesLeftAlone) {
 TEST_F(DraE2E, IntelGpusAreServedAndPreparedUnderIntelsDriverName) {
   fs::create_directories(cdi_dir);
   FakeApiServer api("node-1", {});
-  PluginOptions options;
-  options.fleet_file = "";
-  options.fake_nvml = false;
-  options.node_dir = std::string(KGPU_SYSFS_FIXTURES_DIR) + "/intel-flex-arc";
-  options.env = {{"NODE_NAME", "node-1"}, {"KGPU_KUBE_API", api.url()}};
-  options.extra_args = {"--dra", "--dra-vendors", "intel", "--cdi-spec-dir", cdi_dir};
-  auto plugin = start(options);
+  auto plugin = start(sysfs_dra_options(api, "intel-flex-arc", "intel"));
   sim::DraKubeletSim kubelet(work.path(), 33);
   auto registered = kubelet.wait_for_plugin(20s);
   ASSERT_TRUE(registered) << registered.error().message << "\n" << diagnostics(*plugin);
   EXPECT_EQ(registered->driver, "gpu.intel.com");
-  auto intel_devices = [&] {
-    std::vector<std::string> out;
-    for (const auto& [name, slice] : api.slices())
-      if (slice["spec"].value("driver", "") == "gpu.intel.com")
-        for (const auto& d : slice["spec"]["devices"]) out.push_back(d.value("name", ""));
-    return out;
-  };
+  auto intel_devices = [&] { return device_names(api, "gpu.intel.com"); };
   ASSERT_TRUE(eventually([&] { return intel_devices().size() >= 2; }, 20s)) << diagnostics(*plugin);
   EXPECT_TRUE(api.slice_rejections().empty());
   EXPECT_EQ(sim->snapshot().find("gpu.intel.com/i915"), nullptr);
@@ -323,11 +322,7 @@ TEST_F(DraE2E, IntelGpusAreServedAndPreparedUnderIntelsDriverName) {
   ASSERT_EQ(answer.error, "") << diagnostics(*plugin);
   ASSERT_EQ(answer.devices.size(), 1u);
   EXPECT_EQ(answer.devices[0].cdi_device_ids.at(0).rfind("k8s.gpu.intel.com/claim=uid-intel-", 0), 0u);
-  std::string spec;
-  for (const auto& e : fs::directory_iterator(cdi_dir)) {
-    std::ifstream in(e.path());
-    spec += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const std::string spec = cdi_specs();
   EXPECT_NE(spec.find("/dev/dri/"), std::string::npos) << spec;
 }
 
