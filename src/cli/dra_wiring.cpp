@@ -10,8 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dra/claim_sharing.h"
+#include "core/unique_fd.h"
 #include "dra/api_share.h"
+#include "dra/claim_sharing.h"
 #include "dra/claim_store.h"
 #include "dra/kubelet_plugin.h"
 #include "dra/pcie_roots.h"
@@ -19,7 +20,6 @@
 #include "dra/slice_publisher.h"
 #include "kube/api_request.h"
 #include "kube/api_server.h"
-#include "core/unique_fd.h"
 #include "server/daemon.h"
 
 namespace kgpu::cli {
@@ -121,19 +121,16 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
   impl->slice_options.drivers = dra::driver_names(args);
   const std::string boot_id = dra::read_boot_id(config.proc_root);
   Impl* raw = impl.get();
-  const std::pair<const char*, const std::string*> vendors[] = {
-      {"nvidia", &args.driver}, {"amd", &args.amd_driver}, {"intel", &args.intel_driver}};
-  for (const auto& [vendor, driver] : vendors) {
-    if (std::find(args.vendors.begin(), args.vendors.end(), vendor) == args.vendors.end()) continue;
+  for (const auto& driver : dra::served_drivers(args)) {
     dra::ClaimStoreOptions store_options;
-    store_options.driver = *driver;
-    store_options.checkpoint_path = impl->kubelet_root + "/plugins/" + *driver + "/kgpu-claims.json";
+    store_options.driver = driver;
+    store_options.checkpoint_path = impl->kubelet_root + "/plugins/" + driver + "/kgpu-claims.json";
     store_options.cdi_dir = config.cdi_spec_dir;
     store_options.boot_id = boot_id;
-    ServedDriver served{*driver, nullptr, nullptr};
+    ServedDriver served{driver, nullptr, nullptr};
     served.store = std::make_unique<dra::ClaimStore>(
         store_options, [raw](const std::string& ns, const std::string& name) { return raw->fetch_claim(ns, name); });
-    for (const auto& w : served.store->startup_warnings()) spdlog::warn("DRA {}: {}", *driver, w);
+    for (const auto& w : served.store->startup_warnings()) spdlog::warn("DRA {}: {}", driver, w);
     impl->drivers.push_back(std::move(served));
   }
   auto runner = dra::process_runner(30s, impl->cancel.get());
@@ -155,9 +152,7 @@ namespace {
 dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing* sharing) {
   dra::ClaimHandler handler;
   handler.prepare = [store, sharing](const dra::ClaimRef& ref) -> Result<std::vector<dra::PreparedDevice>> {
-    const auto before = store->prepared();
-    const bool repeated =
-        std::any_of(before.begin(), before.end(), [&](const auto& c) { return c.ref.uid == ref.uid; });
+    const bool repeated = store->is_prepared(ref.uid);
     auto prepared = store->prepare(ref);
     if (!prepared) return prepared.error();
     if (auto st = sharing->apply(store->prepared(), *prepared); !st) {

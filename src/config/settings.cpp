@@ -73,13 +73,16 @@ Setting health_bool(std::string key, std::string help, F member) {
   return s;
 }
 
-// A setting of a nested section (Config::*section, then Section::*member).
+// A setting of a nested section (Config::*section, then Section::*member): a bool, a string or a
+// list of strings, its kind following from the member's type.
 template <typename Section, typename T>
-Setting nested(std::string key, SettingKind kind, Values flags, Values envs, std::string help, Section Config::*section,
+Setting nested(std::string key, Values flags, Values envs, std::string help, Section Config::*section,
                T Section::*member) {
   Setting s;
   s.key = std::move(key);
-  s.kind = kind;
+  if constexpr (std::is_same_v<T, bool>) s.kind = SettingKind::Bool;
+  else if constexpr (std::is_same_v<T, std::string>) s.kind = SettingKind::String;
+  else s.kind = SettingKind::List;
   s.flags = std::move(flags);
   s.envs = std::move(envs);
   s.help = std::move(help);
@@ -245,30 +248,30 @@ std::vector<Setting> build_settings() {
                       "write node labels from the daemon", &Config::labels_enabled));
   t.push_back(boolean("kgpu.labels.keepOnExit", {"--keep-labels-on-exit"}, {"KGPU_KEEP_LABELS_ON_EXIT"},
                       "leave labels in place when the daemon stops", &Config::keep_labels_on_exit));
-  t.push_back(nested("kgpu.dra.enabled", SettingKind::Bool, {"--dra"}, {"KGPU_DRA"},
+  t.push_back(nested("kgpu.dra.enabled", {"--dra"}, {"KGPU_DRA"},
                      "also be the DRA driver (resource.k8s.io) for the NVIDIA GPUs in kgpu.dra.gpus", &Config::dra,
                      &DraConfig::enabled));
-  t.push_back(nested("kgpu.dra.devicePlugin", SettingKind::Bool, {"--device-plugin"}, {"KGPU_DEVICE_PLUGIN"},
+  t.push_back(nested("kgpu.dra.devicePlugin", {"--device-plugin"}, {"KGPU_DEVICE_PLUGIN"},
                      "serve the device-plugin API (false with DRA on: DRA only)", &Config::dra,
                      &DraConfig::device_plugin));
-  t.push_back(nested("kgpu.dra.gpus", SettingKind::List, {"--dra-gpus"}, {"KGPU_DRA_GPUS"},
+  t.push_back(nested("kgpu.dra.gpus", {"--dra-gpus"}, {"KGPU_DRA_GPUS"},
                      "NVIDIA GPUs (indexes or UUIDs) DRA owns; the rest stay with the device-plugin API (default: all)",
                      &Config::dra, &DraConfig::gpus));
   {
-    auto vendors = nested("kgpu.dra.vendors", SettingKind::List, {"--dra-vendors"}, {"KGPU_DRA_VENDORS"},
+    auto vendors = nested("kgpu.dra.vendors", {"--dra-vendors"}, {"KGPU_DRA_VENDORS"},
                           "whose GPUs DRA serves; AMD and Intel GPUs are served whole", &Config::dra,
                           &DraConfig::vendors);
     vendors.choices = {"nvidia", "amd", "intel"};
     vendors.noun = "DRA vendor";
     t.push_back(std::move(vendors));
   }
-  t.push_back(nested("kgpu.dra.driver", SettingKind::String, {"--dra-driver"}, {"KGPU_DRA_DRIVER"},
+  t.push_back(nested("kgpu.dra.driver", {"--dra-driver"}, {"KGPU_DRA_DRIVER"},
                      "DRA driver name for NVIDIA GPUs", &Config::dra, &DraConfig::driver));
-  t.push_back(nested("kgpu.dra.amdDriver", SettingKind::String, {"--dra-amd-driver"}, {"KGPU_DRA_AMD_DRIVER"},
+  t.push_back(nested("kgpu.dra.amdDriver", {"--dra-amd-driver"}, {"KGPU_DRA_AMD_DRIVER"},
                      "DRA driver name for AMD GPUs", &Config::dra, &DraConfig::amd_driver));
-  t.push_back(nested("kgpu.dra.intelDriver", SettingKind::String, {"--dra-intel-driver"}, {"KGPU_DRA_INTEL_DRIVER"},
+  t.push_back(nested("kgpu.dra.intelDriver", {"--dra-intel-driver"}, {"KGPU_DRA_INTEL_DRIVER"},
                      "DRA driver name for Intel GPUs", &Config::dra, &DraConfig::intel_driver));
-  t.push_back(nested("kgpu.dra.nvidiaSmiPath", SettingKind::String, {"--dra-nvidia-smi"}, {"KGPU_DRA_NVIDIA_SMI"},
+  t.push_back(nested("kgpu.dra.nvidiaSmiPath", {"--dra-nvidia-smi"}, {"KGPU_DRA_NVIDIA_SMI"},
                      "nvidia-smi that applies DRA claims' time-slice intervals (default: the driver root's)",
                      &Config::dra, &DraConfig::nvidia_smi_path));
   t.push_back(health_bool("kgpu.health.enabled", "health checks", &HealthConfig::enabled));

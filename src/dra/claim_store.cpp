@@ -188,6 +188,11 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
   return released;
 }
 
+bool ClaimStore::is_prepared(const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  return claims_.contains(uid);
+}
+
 std::vector<PreparedClaim> ClaimStore::prepared() const {
   std::lock_guard lock(mu_);
   std::vector<PreparedClaim> out;

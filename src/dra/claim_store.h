@@ -74,6 +74,7 @@ class ClaimStore {
   Result<std::optional<PreparedClaim>> unprepare(const std::string& uid);
 
   std::vector<PreparedClaim> prepared() const;  // in UID order
+  bool is_prepared(const std::string& uid) const;
   const std::vector<std::string>& startup_warnings() const { return warnings_; }
 
  private:
