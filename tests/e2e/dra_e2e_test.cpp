@@ -326,6 +326,26 @@ TEST_F(DraE2E, IntelGpusAreServedAndPreparedUnderIntelsDriverName) {
   EXPECT_NE(spec.find("/dev/dri/"), std::string::npos) << spec;
 }
 
+// DRA only (kgpu.dra.devicePlugin false) under a driver name of the operator's choosing: every
+// NVIDIA GPU is published under that name and no device-plugin resource is registered.
+TEST_F(DraE2E, DraOnlyUnderAnOperatorsDriverName) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  auto options = dra_options(api, "");
+  options.extra_args = {"--dra", "--dra-driver", "gpu.example.com", "--cdi-spec-dir", cdi_dir};
+  options.env["KGPU_DEVICE_PLUGIN"] = "false";
+  auto plugin = start(options);
+  sim::DraKubeletSim kubelet(work.path(), 34);
+  auto registered = kubelet.wait_for_plugin(20s);
+  ASSERT_TRUE(registered) << registered.error().message << "\n" << diagnostics(*plugin);
+  EXPECT_EQ(registered->driver, "gpu.example.com");
+  ASSERT_TRUE(eventually([&] { return device_names(api, "gpu.example.com").size() == 8; }, 20s))
+      << diagnostics(*plugin);
+  EXPECT_TRUE(device_names(api, kDriver).empty());
+  EXPECT_EQ(sim->snapshot().find(kGpu), nullptr);
+  EXPECT_EQ(sim->snapshot().registrations, 0);
+}
+
 // `kgpu kubelet-sim --dra` does the same from the command line, for a claim given as a file.
 TEST_F(DraE2E, KubeletSimCommandPreparesAndUnpreparesAClaimFile) {
   fs::create_directories(cdi_dir);

@@ -96,6 +96,12 @@ TEST(DraShare, ServedPoolsKeepOwnedGpusWithTheirMigDevicesOfServedDriversOnly) {
   EXPECT_EQ(amd[0].driver, "gpu.amd.com");
   EXPECT_EQ(amd[0].devices.size(), 1u);
   EXPECT_EQ(served_drivers(dra), std::vector<std::string>{"gpu.amd.com"});
+  dra.vendors = {"intel", "nvidia", "amd"};
+  dra.driver = "n.example.com";
+  dra.amd_driver = "a.example.com";
+  dra.intel_driver = "i.example.com";
+  EXPECT_EQ(served_drivers(dra), (std::vector<std::string>{"n.example.com", "a.example.com", "i.example.com"}));
+  EXPECT_EQ(driver_names(dra), (DriverNames{"n.example.com", "a.example.com", "i.example.com"}));
 }
 
 TEST(DraShare, WithoutOwnedKeepsTheRestAndEmptyResourcesThatNeverHadDevices) {
