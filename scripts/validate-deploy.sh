@@ -125,6 +125,8 @@ case "$mode" in
       "$renderer" -f "$deploy_tests/bad/values-dra-bad-driver.yaml" "$chart"
     expect_failure "unknown DRA vendor" "dra.vendors" "\"habana\" is not nvidia, amd or intel" -- \
       "$renderer" -f "$deploy_tests/bad/values-dra-bad-vendor.yaml" "$chart"
+    expect_failure "MPS layouts" 'no container runs "mps-daemon"' "is not a host folder mounted at the same path" \
+      "env CONFIG_FILE differs" "has no /dev/shm mount" -- validate "$deploy_tests/bad/mps-daemonset.yaml"
     out="$(mktemp -d)"
     trap 'rm -rf "$out"' EXIT
     "$renderer" -f "$chart/examples/default.yaml" --name kgpu --namespace kube-system "$chart" > "$out/default.yaml"

@@ -134,7 +134,11 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
     impl->drivers.push_back(std::move(served));
   }
   auto runner = dra::process_runner(30s, impl->cancel.get());
-  impl->sharing = std::make_unique<dra::ClaimSharing>(dra::find_nvidia_smi(config), std::move(runner));
+  dra::ClaimMpsOptions mps_options;
+  mps_options.mps_root = config.mps_root;
+  mps_options.cancel_fd = impl->cancel.get();
+  impl->sharing = std::make_unique<dra::ClaimSharing>(dra::find_nvidia_smi(config), std::move(runner),
+                                                      dra::ClaimMps(std::move(mps_options)));
   return std::unique_ptr<DraWiring>(new DraWiring(std::move(impl)));
 }
 

@@ -1,6 +1,10 @@
 // `kgpu mps-daemon`: runs next to the plugin (own container, same mpsRoot) and keeps one MPS
 // control daemon per MPS-shared resource running with its default limits. The plugin advertises an
-// MPS resource only once this command has written the resource's readiness marker.
+// MPS resource only once this command has written the resource's readiness marker. With an
+// mpsRoot it also runs the daemons DRA claims ask for (<mpsRoot>/dra-requests/, written by the
+// plugin's DRA driver at prepare), whatever the config's resources are.
+// A changed config (file content or the Node's config label) re-plans the resources' daemons and
+// touches only those that differ.
 // SIGTERM / SIGINT: quit every daemon and exit 0. SIGHUP: quit them, reload config, start again.
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -8,17 +12,15 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
-#include "cli/node_config_selector.h"
+#include "cli/mps_config_source.h"
 #include "config/loader.h"
-#include "mps/daemon_spec.h"
+#include "mps/claim_request_folder.h"
 #include "mps/supervisor.h"
-#include "nvml/discovery.h"
-#include "nvml/nvml_library.h"
-#include "plan/plan.h"
 
 namespace {
 
@@ -28,24 +30,31 @@ struct MpsDaemonArgs {
   int backoff_ms = 1000;
 };
 
-// The daemons this node needs now: config, then NVML discovery, then the plan's MPS resources.
-kgpu::Result<std::vector<kgpu::MpsDaemonSpec>> current_specs(const MpsDaemonArgs& args) {
-  auto loaded = kgpu::cli::load_config_as_daemon(args.flags, false);
-  if (!loaded) return loaded.error();
-  const kgpu::Config& config = loaded->config;
-  if (!config.mps || config.mps->resources.empty()) return std::vector<kgpu::MpsDaemonSpec>{};
-  if (config.mps_root.empty()) return kgpu::Error::invalid("using MPS requires --mps-root to be specified");
-  auto nvml = kgpu::NvmlLibrary::load(config.nvidia_driver_root);
-  if (!nvml) return nvml.error();
-  kgpu::NvidiaDiscoveryOptions options;
-  options.sysfs_root = config.sysfs_root;
-  options.proc_root = config.proc_root;
-  options.dev_root = config.dev_root();
-  auto inventory = kgpu::discover_nvidia(**nvml, options);
-  if (!inventory) return inventory.error();
-  const auto plan = kgpu::plan(config, *inventory);
-  for (const auto& p : plan.problems) spdlog::warn("{}", p);
-  return kgpu::mps_daemon_specs(config, *inventory, plan);
+// One supervisor run (until a signal): the config's MPS resources, followed as the config changes,
+// and the DRA claims' request folder under mpsRoot.
+void supervise(const MpsDaemonArgs& args, const kgpu::MpsSupervisorOptions& options, int sfd, int cfd) {
+  auto config = kgpu::cli::MpsConfigSource::create(args.flags);
+  if (!config) {
+    // A bad config must not crash-loop the pod: report it and wait for a signal (SIGHUP after the
+    // config is fixed, or SIGTERM).
+    spdlog::error("mps-daemon: {}", config.error().message);
+    kgpu::MpsSupervisor idle({}, options);
+    (void)idle.run(sfd, cfd);
+    return;
+  }
+  std::vector<kgpu::MpsDaemonSource*> sources{config->get()};
+  // The claims' folder follows the mpsRoot of the config at start (a changed mpsRoot needs a SIGHUP).
+  const std::string mps_root = (*config)->config().mps_root;
+  std::optional<kgpu::MpsClaimRequestFolder> requests;
+  if (!mps_root.empty()) {
+    auto folder = kgpu::MpsClaimRequestFolder::open(mps_root);
+    if (folder) requests.emplace(std::move(*folder));
+    else spdlog::error("mps-daemon: DRA claims cannot get MPS daemons: {}", folder.error().message);
+  }
+  if (requests) sources.push_back(&*requests);
+  else spdlog::info("mps-daemon: no mpsRoot, so no MPS daemons for DRA claims");
+  kgpu::MpsSupervisor supervisor({}, options);
+  if (auto st = supervisor.run(sfd, cfd, sources); !st) spdlog::error("mps-daemon: {}", st.error().message);
 }
 
 int run(const MpsDaemonArgs& args) {
@@ -69,16 +78,7 @@ int run(const MpsDaemonArgs& args) {
   options.control_binary = args.control_binary;
   options.initial_backoff = std::chrono::milliseconds(args.backoff_ms);
   for (;;) {
-    auto specs = current_specs(args);
-    if (!specs) {
-      // A bad config or missing driver must not crash-loop the pod: report it and wait for a
-      // signal (SIGHUP after the config is fixed, or SIGTERM).
-      spdlog::error("mps-daemon: {}", specs.error().message);
-      specs = std::vector<kgpu::MpsDaemonSpec>{};
-    }
-    if (specs->empty()) spdlog::info("mps-daemon: no MPS-shared resources on this node; waiting for a signal");
-    kgpu::MpsSupervisor supervisor(std::move(*specs), options);
-    if (auto st = supervisor.run(sfd, cfd); !st) spdlog::error("mps-daemon: {}", st.error().message);
+    supervise(args, options, sfd, cfd);
     signalfd_siginfo info{};
     if (::read(sfd, &info, sizeof info) != sizeof info || info.ssi_signo != SIGHUP) break;
     spdlog::info("mps-daemon: SIGHUP, reloading");

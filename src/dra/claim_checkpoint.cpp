@@ -46,18 +46,14 @@ json to_json(const PreparedClaim& c) {
               {"cdiSpecFile", c.cdi_spec_file},
               {"devices", devices},
               {"timeSlicing", slicing}};
-  if (c.mps)
-    out["mps"] = {{"resource", c.mps->resource},
-                  {"pipeDir", c.mps->pipe_dir},
-                  {"logDir", c.mps->log_dir},
-                  {"readyMarker", c.mps->ready_marker},
-                  {"commands", c.mps->commands}};
+  // The request kgpu mps-daemon got, in the request file's own format (one parser for both).
+  if (c.mps) out["mps"] = json::parse(render_mps_claim_request(*c.mps));
   return out;
 }
 
 // Our own file, guarded by its checksum; still read without trusting it: a wrong type becomes
 // nlohmann's type_error, caught at the one entry point below and turned into an Error.
-PreparedClaim from_json(const json& j) {
+Result<PreparedClaim> from_json(const json& j) {
   PreparedClaim c;
   c.ref = {j.at("uid").get<std::string>(), j.at("namespace").get<std::string>(), j.at("name").get<std::string>()};
   c.driver = j.at("driver").get<std::string>();
@@ -81,14 +77,9 @@ PreparedClaim from_json(const json& j) {
     c.time_slicing.push_back(std::move(s));
   }
   if (j.contains("mps")) {
-    const json& m = j.at("mps");
-    MpsDaemonSpec spec;
-    spec.resource = m.at("resource").get<std::string>();
-    spec.pipe_dir = m.at("pipeDir").get<std::string>();
-    spec.log_dir = m.at("logDir").get<std::string>();
-    spec.ready_marker = m.at("readyMarker").get<std::string>();
-    spec.commands = m.at("commands").get<std::vector<std::string>>();
-    c.mps = std::move(spec);
+    auto request = parse_mps_claim_request(j.at("mps").dump());
+    if (!request) return Error::invalid("claim " + c.ref.uid + ": " + request.error().message);
+    c.mps = std::move(*request);
   }
   return c;
 }
@@ -125,7 +116,11 @@ Result<Checkpoint> parse_checkpoint(std::string_view text) {
       return Error::invalid("checkpoint checksum does not match its content (cut short or edited)");
     Checkpoint out;
     out.boot_id = doc.at("bootID").get<std::string>();
-    for (const auto& c : claims) out.claims.push_back(from_json(c));
+    for (const auto& c : claims) {
+      auto claim = from_json(c);
+      if (!claim) return claim.error();
+      out.claims.push_back(std::move(*claim));
+    }
     return out;
   } catch (const json::exception& e) {
     return Error::invalid(std::string("checkpoint field missing or of the wrong type: ") + e.what());

@@ -61,21 +61,25 @@ NvidiaSmi find_nvidia_smi(const Config& config) {
   return out;
 }
 
-ClaimSharing::ClaimSharing(NvidiaSmi nvidia_smi, CommandRunner run)
-    : nvidia_smi_(std::move(nvidia_smi)), run_(std::move(run)) {}
+ClaimSharing::ClaimSharing(NvidiaSmi nvidia_smi, CommandRunner run, ClaimMps mps)
+    : nvidia_smi_(std::move(nvidia_smi)), run_(std::move(run)), mps_(std::move(mps)) {}
 
 Status ClaimSharing::apply(const std::vector<PreparedClaim>& prepared, const PreparedClaim& claim) const {
-  if (claim.mps)
-    return Error::invalid("claim " + claim.ref.uid +
-                          " asks for MPS sharing: kgpu's DRA driver does not run per-claim MPS control daemons "
-                          "yet (use strategy TimeSlicing, or sharing.mps through the device-plugin API)");
   auto settings = time_slices_to_apply(prepared, claim);
   if (!settings) return settings.error();
-  return run_all(*settings);
+  if (auto st = run_all(*settings); !st) return st;
+  // Last: ClaimMps withdraws a request it made when the daemon does not come up, so a failed
+  // prepare leaves no daemon behind (a time slice it set stays until the GPU's next claim).
+  if (claim.mps)
+    if (auto st = mps_.start(*claim.mps); !st)
+      return Error{st.error().code, "claim " + claim.ref.uid + " asks for MPS: " + st.error().message};
+  return ok_status();
 }
 
 Status ClaimSharing::undo(const std::vector<PreparedClaim>& remaining, const PreparedClaim& released) const {
-  return run_all(time_slices_to_reset(remaining, released));
+  Status mps = released.mps ? mps_.stop(released.ref.uid) : ok_status();
+  Status slices = run_all(time_slices_to_reset(remaining, released));
+  return mps ? slices : mps;
 }
 
 Status ClaimSharing::run_all(const std::vector<TimeSliceSetting>& settings) const {

@@ -2,9 +2,10 @@
 // What a DRA claim's opaque sharing config needs beyond its CDI spec, done on the node:
 //  - TimeSlicing: `nvidia-smi compute-policy -i <uuid> --set-timeslice <n>` for each full GPU of
 //    the claim, and the default interval again once no prepared claim time-slices that GPU;
-//  - MPS: refused with a clear error (kgpu's DRA driver runs no per-claim MPS control daemon yet;
-//    the device-plugin API's sharing.mps does), rather than preparing containers whose
-//    CUDA_MPS_PIPE_DIRECTORY has no daemon behind it.
+//  - MPS: the claim's own MPS control daemon, run by `kgpu mps-daemon` on request (dra/claim_mps.h);
+//    prepare returns only once it runs with the claim's limits, so no container starts with a
+//    CUDA_MPS_PIPE_DIRECTORY that has no daemon behind it. Without an mpsRoot such claims are
+//    refused (prepare_claim says so).
 // Runs on the DRA worker thread, one kubelet call at a time.
 #include <chrono>
 #include <functional>
@@ -14,6 +15,7 @@
 
 #include "config/config.h"
 #include "core/result.h"
+#include "dra/claim_mps.h"
 #include "dra/prepare.h"
 
 namespace kgpu::dra {
@@ -38,9 +40,10 @@ NvidiaSmi find_nvidia_smi(const Config& config);
 
 class ClaimSharing {
  public:
-  ClaimSharing(NvidiaSmi nvidia_smi, CommandRunner run);
+  ClaimSharing(NvidiaSmi nvidia_smi, CommandRunner run, ClaimMps mps);
   // After the claim store prepared `claim` (`prepared`: every claim prepared now, `claim` included).
-  // Error: the claim cannot get its sharing; the caller rolls the prepare back.
+  // Time slices first, then the MPS daemon (the step that may wait). Error: the claim cannot get
+  // its sharing; the caller rolls the prepare back.
   Status apply(const std::vector<PreparedClaim>& prepared, const PreparedClaim& claim) const;
   // After the claim store released `released` (`remaining`: the claims still prepared). Best
   // effort: a failure is returned for the log, the claim is gone either way.
@@ -50,6 +53,7 @@ class ClaimSharing {
   Status run_all(const std::vector<TimeSliceSetting>& settings) const;
   NvidiaSmi nvidia_smi_;
   CommandRunner run_;
+  ClaimMps mps_;
 };
 
 }  // namespace kgpu::dra

@@ -19,9 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxUidLength = 128;
-constexpr const char* kMpsResourcePrefix = "dra/";
-
 // One distinct device of the claim (several results may name it: requests sharing it, or
 // consumable-capacity shares with their own share IDs).
 struct ClaimDevice {
@@ -234,24 +231,9 @@ class Preparer {
                               gpu.uuid + " exceeds its " + std::to_string(gpu.memory_bytes) + " bytes");
     }
 
-    const std::string resource = kMpsResourcePrefix + claim_.ref.uid;
-    MpsDaemonSpec daemon;
-    daemon.resource = resource;
-    daemon.pipe_dir = mps_pipe_dir(in_.config.mps_root, resource);
-    daemon.log_dir = mps_log_dir(in_.config.mps_root, resource);
-    daemon.ready_marker = mps_ready_marker(in_.config.mps_root, resource);
-    for (const auto& [g, bytes] : pinned)
-      daemon.commands.push_back("set_default_device_pinned_mem_limit " + std::to_string(in_.inventory.gpus[g].index) +
-                                " " + std::to_string(bytes >> 20) + "M");
-    if (percentage) daemon.commands.push_back("set_default_active_thread_percentage " + std::to_string(*percentage));
-
-    // The client side, as kgpu's device-plugin MPS path sets it: the pipe, shared memory, and the
-    // limits with ordinals as CUDA inside the container enumerates the claim's GPUs (PCI order).
-    const std::string pipe = mps_container_pipe_dir(resource);
-    mps_edits_.envs["CUDA_MPS_PIPE_DIRECTORY"] = pipe;
-    mps_edits_.mounts.push_back({pipe, daemon.pipe_dir, false});
-    mps_edits_.mounts.push_back({"/dev/shm", mps_shm_dir(in_.config.mps_root), false});
-    if (percentage) mps_edits_.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(*percentage);
+    // The claim's daemon sees the claim's full GPUs only, in the order CUDA inside the container
+    // enumerates them (PCI bus order), so one ordinal means the same GPU to the daemon's limits and
+    // to the clients' CUDA_MPS_PINNED_DEVICE_MEM_LIMIT.
     std::vector<size_t> order;
     for (const auto& d : devices_)
       if (!d.mig && d.gpu->vendor == Vendor::Nvidia) order.push_back(d.backing.gpu);
@@ -259,10 +241,28 @@ class Preparer {
       const Gpu &x = in_.inventory.gpus[a], &y = in_.inventory.gpus[b];
       return std::tie(x.pci_bus_id, x.index) < std::tie(y.pci_bus_id, y.index);
     });
+    order.erase(std::unique(order.begin(), order.end()), order.end());
+    MpsClaimRequest daemon;
+    daemon.claim_uid = claim_.ref.uid;
+    daemon.active_thread_percentage = percentage;
     std::vector<std::string> limits;
-    for (size_t ordinal = 0; ordinal < order.size(); ++ordinal)
-      if (auto it = pinned.find(order[ordinal]); it != pinned.end())
-        limits.push_back(std::to_string(ordinal) + "=" + std::to_string(it->second >> 20) + "M");
+    for (size_t ordinal = 0; ordinal < order.size(); ++ordinal) {
+      daemon.visible_devices.push_back(in_.inventory.gpus[order[ordinal]].uuid);
+      if (auto it = pinned.find(order[ordinal]); it != pinned.end()) {
+        // Whole MiB, as MPS takes them; a limit under 1 MiB is 1 MiB rather than "no limit".
+        const uint64_t mib = std::max<uint64_t>(1, it->second >> 20);
+        daemon.pinned_mib[static_cast<int>(ordinal)] = mib;
+        limits.push_back(std::to_string(ordinal) + "=" + std::to_string(mib) + "M");
+      }
+    }
+
+    // The client side, as kgpu's device-plugin MPS path sets it: the pipe, shared memory, limits.
+    const std::string resource = mps_claim_resource(claim_.ref.uid);
+    const std::string pipe = mps_container_pipe_dir(resource);
+    mps_edits_.envs["CUDA_MPS_PIPE_DIRECTORY"] = pipe;
+    mps_edits_.mounts.push_back({pipe, mps_pipe_dir(in_.config.mps_root, resource), false});
+    mps_edits_.mounts.push_back({"/dev/shm", mps_shm_dir(in_.config.mps_root), false});
+    if (percentage) mps_edits_.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(*percentage);
     if (!limits.empty()) mps_edits_.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = join(limits, ',');
     out.mps = std::move(daemon);
     return std::nullopt;
@@ -338,13 +338,6 @@ std::string claim_cdi_kind(const std::string& driver) { return "k8s." + driver +
 
 std::string claim_cdi_spec_file(const std::string& driver, const std::string& claim_uid) {
   return "kgpu-k8s." + driver + "-claim_" + claim_uid + ".json";
-}
-
-bool is_safe_claim_uid(const std::string& uid) {
-  if (uid.empty() || uid.size() > kMaxUidLength) return false;
-  return std::all_of(uid.begin(), uid.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-  });
 }
 
 }  // namespace kgpu::dra

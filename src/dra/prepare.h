@@ -22,7 +22,7 @@
 #include "dra/claim.h"
 #include "dra/dra_device.h"
 #include "dra/prepare_sharing.h"
-#include "mps/daemon_spec.h"
+#include "mps/claim_request.h"
 
 namespace kgpu::dra {
 
@@ -51,9 +51,9 @@ struct PreparedClaim {
   std::vector<PreparedDevice> devices;
   std::string cdi_spec_file;  // file name in the CDI folder
   std::vector<TimeSliceSetting> time_slicing;
-  // The claim's MPS control daemon (resource "dra/<uid>"; commands keyed by NVML index, the daemon
-  // sees every GPU like kgpu's device-plugin MPS daemons), when a config asked for MPS.
-  std::optional<MpsDaemonSpec> mps;
+  // The claim's own MPS control daemon, when a config asked for MPS: what `kgpu mps-daemon` is
+  // asked to run (mps/claim_request.h), seeing the claim's GPUs only.
+  std::optional<MpsClaimRequest> mps;
   bool operator==(const PreparedClaim&) const = default;
 };
 
@@ -87,7 +87,7 @@ std::string claim_cdi_kind(const std::string& driver);  // "k8s.gpu.nvidia.com/c
 // "kgpu-k8s.gpu.nvidia.com-claim_<uid>.json": never the name cdi_spec_file_name() gives a kind,
 // so the device-plugin spec writer's clean-up leaves claim specs alone.
 std::string claim_cdi_spec_file(const std::string& driver, const std::string& claim_uid);
-// UIDs name files and CDI devices: 1..128 characters of [A-Za-z0-9-] (a Kubernetes UID is a UUID).
-bool is_safe_claim_uid(const std::string& uid);
+// UIDs name files and CDI devices: kgpu::is_safe_claim_uid (mps/claim_request.h), shared with the
+// MPS supervisor, which reads claim UIDs back from request files.
 
 }  // namespace kgpu::dra

@@ -18,6 +18,13 @@ struct MpsDaemonSpec {
   // Sent one per control-client invocation once the daemon is up, e.g.
   // "set_default_device_pinned_mem_limit 0 10240M", "set_default_active_thread_percentage 25".
   std::vector<std::string> commands;
+  // CUDA_VISIBLE_DEVICES of the daemon (comma-separated UUIDs); empty: every GPU of the node, as
+  // the device-plugin resources' daemons (their limits are keyed by NVML index). A DRA claim's
+  // daemon sees only the claim's GPUs.
+  std::string visible_devices;
+  // Where a failed start is described for whoever waits on the marker (DRA claims' daemons); empty:
+  // only the log says it.
+  std::string failure_note;
   bool operator==(const MpsDaemonSpec&) const = default;
 };
 

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/safe_file.h"
+#include "mps/claim_request_folder.h"
 #include "mps/process.h"
 
 namespace kgpu {
@@ -30,12 +31,17 @@ namespace {
 constexpr const char* kPidFile = "nvidia-cuda-mps-control.pid";
 
 std::map<std::string, std::string> daemon_env(const MpsDaemonSpec& s) {
-  return {{"CUDA_MPS_PIPE_DIRECTORY", s.pipe_dir}, {"CUDA_MPS_LOG_DIRECTORY", s.log_dir}};
+  std::map<std::string, std::string> env{{"CUDA_MPS_PIPE_DIRECTORY", s.pipe_dir}, {"CUDA_MPS_LOG_DIRECTORY", s.log_dir}};
+  if (!s.visible_devices.empty()) env["CUDA_VISIBLE_DEVICES"] = s.visible_devices;
+  return env;
 }
 
 std::string pid_file(const MpsDaemonSpec& s) { return s.pipe_dir + "/" + kPidFile; }
 
 bool stop_requested(int stop_fd) { return mps::wait_readable(stop_fd, std::chrono::milliseconds(0)); }
+
+// The daemon's own folder under mpsRoot (<mpsRoot>/<resource>): where its pipe, log and markers are.
+fs::path mps_folder(const MpsDaemonSpec& s) { return fs::path(s.ready_marker).parent_path(); }
 
 // The PID the control daemon wrote. The pipe folder is shared with every MPS client, so the file
 // is read like any outside input: no links, no FIFOs, a few bytes at most, digits only.
@@ -105,6 +111,7 @@ void MpsSupervisor::quit_leftover(const Daemon& d, int stop_fd) {
 Status MpsSupervisor::start(Daemon& d, int stop_fd) {
   const auto& s = d.spec;
   remove_marker(s.ready_marker);  // stale from a previous run: not ready until proven
+  if (!s.failure_note.empty()) remove_marker(s.failure_note);  // this attempt writes its own
   std::error_code ec;
   for (const auto& dir : {s.pipe_dir, s.log_dir}) {
     fs::create_directories(dir, ec);
@@ -198,24 +205,65 @@ void MpsSupervisor::schedule_restart(Daemon& d) {
   spdlog::info("MPS control daemon for {}: next start in {} ms", d.spec.resource, delay.count());
 }
 
-Status MpsSupervisor::run(int stop_fd, int child_fd) {
+void MpsSupervisor::try_start(Daemon& d, int stop_fd) {
+  if (auto st = start(d, stop_fd); !st) {
+    spdlog::error("MPS control daemon for {} failed to start: {}", d.spec.resource, st.error().message);
+    stop_daemons({&d});  // a half-started daemon is quit, so the retry starts clean
+    if (!d.spec.failure_note.empty()) write_failure_note(d.spec.failure_note, st.error().message);
+    schedule_restart(d);
+  }
+}
+
+// The daemons of `source` become the ones it wants now: a daemon it no longer wants, or wants with
+// another spec, is quit (a released claim's folder is removed with it); new specs start. Daemons of
+// other sources are left alone.
+void MpsSupervisor::follow(MpsDaemonSource& source, int stop_fd) {
+  auto wanted = source.wanted();
+  if (!wanted) return;
+  for (auto it = daemons_.begin(); it != daemons_.end();) {
+    auto same = std::find(wanted->begin(), wanted->end(), it->spec);
+    if (it->source != &source || same != wanted->end()) {
+      if (it->source == &source) wanted->erase(same);  // running as wanted
+      ++it;
+      continue;
+    }
+    const bool changed = std::any_of(wanted->begin(), wanted->end(),
+                                     [&](const MpsDaemonSpec& w) { return w.resource == it->spec.resource; });
+    spdlog::info("MPS control daemon for {}: {} {} it; stopping it", it->spec.resource, source.name(),
+                 changed ? "changed" : "no longer wants");
+    stop_daemons({&*it});
+    if (!changed && source.removes_released_folders()) {
+      std::error_code ec;
+      fs::remove_all(mps_folder(it->spec), ec);
+      if (ec) spdlog::warn("MPS control daemon for {}: cannot remove its folder: {}", it->spec.resource, ec.message());
+    }
+    it = daemons_.erase(it);
+  }
+  for (auto& spec : *wanted) {
+    if (stop_requested(stop_fd)) return;
+    Daemon& d = daemons_.emplace_back();
+    d.spec = std::move(spec);
+    d.source = &source;
+    spdlog::info("MPS control daemon for {}: wanted by {}; starting it (GPUs: {})", d.spec.resource, source.name(),
+                 d.spec.visible_devices.empty() ? "all" : d.spec.visible_devices);
+    try_start(d, stop_fd);
+  }
+}
+
+Status MpsSupervisor::run(int stop_fd, int child_fd, const std::vector<MpsDaemonSource*>& sources) {
   if (auto st = mps::become_subreaper(); !st)
     spdlog::warn("MPS supervisor: {}; a daemon that forks away cannot be tracked", st.error().message);
-  auto try_start = [&](Daemon& d) {
-    if (auto st = start(d, stop_fd); !st) {
-      spdlog::error("MPS control daemon for {} failed to start: {}", d.spec.resource, st.error().message);
-      stop_daemons({&d});  // a half-started daemon is quit, so the retry starts clean
-      schedule_restart(d);
-    }
-  };
   for (auto& d : daemons_) {
     if (stop_requested(stop_fd)) break;
-    try_start(d);
+    try_start(d, stop_fd);
   }
+  for (auto* source : sources) follow(*source, stop_fd);
 
   Status failure = ok_status();
   while (!stop_requested(stop_fd)) {
     std::vector<pollfd> fds{{stop_fd, POLLIN, 0}, {child_fd, POLLIN, 0}};
+    for (auto* source : sources) fds.push_back({source->fd(), POLLIN, 0});
+    const size_t first_daemon = fds.size();
     std::vector<Daemon*> watched;
     auto next = Clock::time_point::max();
     for (auto& d : daemons_) {
@@ -243,7 +291,7 @@ Status MpsSupervisor::run(int stop_fd, int child_fd) {
       }
     }
     for (size_t i = 0; n > 0 && i < watched.size(); ++i) {
-      if (!(fds[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!(fds[first_daemon + i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       Daemon& d = *watched[i];
       spdlog::warn("MPS control daemon for {} (pid {}) exited; restarting", d.spec.resource, d.pid);
       forget(d);
@@ -253,7 +301,9 @@ Status MpsSupervisor::run(int stop_fd, int child_fd) {
     mps::reap_exited_children();
     const auto now = Clock::now();
     for (auto& d : daemons_)
-      if (!d.running() && d.next_start <= now && !stop_requested(stop_fd)) try_start(d);
+      if (!d.running() && d.next_start <= now && !stop_requested(stop_fd)) try_start(d, stop_fd);
+    for (size_t i = 0; n > 0 && i < sources.size(); ++i)
+      if (fds[2 + i].revents & POLLIN) follow(*sources[i], stop_fd);
   }
   std::vector<Daemon*> all;
   for (auto& d : daemons_) all.push_back(&d);

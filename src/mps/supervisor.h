@@ -16,15 +16,23 @@
 // supervisor dies (even by SIGKILL) the kernel drops the lock, and mps_ready() treats a marker
 // nobody locks as stale.
 //
+// Sources (mps/daemon_source.h): besides the daemons it is built with, the supervisor follows
+// sources whose wanted daemons change while it runs (the config's resources, DRA claims): a new
+// spec starts its daemon, a changed one restarts it, a vanished one quits it (and, for a claim,
+// removes the claim's folder); the others keep running untouched. A daemon's failed start also
+// writes the reason into its failure note when it has one (claims), for the prepare waiting on it.
+//
 // Stopping: every control call also watches the stop fd, so SIGTERM interrupts a start at once;
 // at stop the `quit` of every daemon is sent at once and all of them share one stop_timeout, after
 // which the daemons left are killed.
 #include <chrono>
+#include <list>
 #include <string>
 #include <vector>
 
 #include "core/result.h"
 #include "core/unique_fd.h"
+#include "mps/daemon_source.h"
 #include "mps/daemon_spec.h"
 
 namespace kgpu {
@@ -48,8 +56,9 @@ class MpsSupervisor {
   // every daemon and removes the readiness markers. A daemon that cannot start is retried with
   // backoff rather than failing the whole run, so one bad resource never stops the others.
   // `child_fd` (optional; a non-blocking signalfd for SIGCHLD) wakes the loop to reap exited
-  // children. An internal failure (poll) still stops every daemon before it is returned.
-  Status run(int stop_fd, int child_fd = -1);
+  // children. `sources` add the daemons they want, followed as they change. An internal failure
+  // (poll) still stops every daemon before it is returned.
+  Status run(int stop_fd, int child_fd = -1, const std::vector<MpsDaemonSource*>& sources = {});
 
  private:
   struct Daemon {
@@ -57,6 +66,7 @@ class MpsSupervisor {
     int pid = -1;
     UniqueFd pidfd;        // the control daemon, a child of ours
     UniqueFd marker_lock;  // holds the flock on the readiness marker while ready
+    MpsDaemonSource* source = nullptr;  // null: one of the daemons the supervisor was built with
     int failures = 0;
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point next_start;
@@ -68,8 +78,11 @@ class MpsSupervisor {
   void forget(Daemon& d);
   void stop_daemons(const std::vector<Daemon*>& which);
   void schedule_restart(Daemon& d);
+  void try_start(Daemon& d, int stop_fd);
+  void follow(MpsDaemonSource& source, int stop_fd);
 
-  std::vector<Daemon> daemons_;
+  // A list: follow adds and removes daemons while others are referred to by address.
+  std::list<Daemon> daemons_;
   MpsSupervisorOptions options_;
 };
 

@@ -71,8 +71,12 @@ function podRules(where, spec) {
       const drop = ((sc.capabilities || {}).drop || []);
       if (!drop.includes('ALL')) report(cw, 'capabilities.drop must include ALL');
     }
-    if (!Array.isArray(c.args) || c.args[0] !== 'plugin') report(cw, 'args must start with "plugin"');
+    // The kgpu daemon containers: `kgpu plugin`, and `kgpu mps-daemon` next to it for MPS.
+    if (!Array.isArray(c.args) || !['plugin', 'mps-daemon'].includes(c.args[0])) {
+      report(cw, 'args must start with "plugin" or "mps-daemon"');
+    }
   }
+  mpsRules(where, spec, volumes);
   for (const name of volumes.keys()) {
     if (!mounted.has(name)) report(where, `volume ${name} is never mounted`);
   }
@@ -82,6 +86,67 @@ function podRules(where, spec) {
   }
   const tolerates = (spec.tolerations || []).some((t) => t.key === 'nvidia.com/gpu' && t.operator === 'Exists');
   if (!tolerates) report(where, 'no toleration for nvidia.com/gpu');
+}
+
+const envValue = (c, name) => {
+  const e = (c.env || []).find((x) => x.name === name);
+  return e === undefined ? undefined : JSON.stringify(e.value !== undefined ? e.value : e.valueFrom);
+};
+// The environment that decides which config `kgpu plugin` and `kgpu mps-daemon` load and what they
+// plan: both must see the same values, or they disagree on the MPS resources and their paths.
+const CONFIG_ENV = [
+  'NODE_NAME', 'CONFIG_FILE', 'GFD_CONFIG_FILE', 'KGPU_CONFIG_DIR', 'KGPU_CONFIG_DEFAULT',
+  'KGPU_NODE_CONFIG_LABEL', 'MPS_ROOT', 'MIG_STRATEGY', 'FAIL_ON_INIT_ERROR', 'DEVICE_ID_STRATEGY',
+  'NVIDIA_DRIVER_ROOT', 'CONTAINER_DRIVER_ROOT', 'NVIDIA_DEV_ROOT', 'DEVICE_DISCOVERY_STRATEGY',
+  'KGPU_BACKENDS', 'KGPU_SYSFS_ROOT', 'KGPU_PROC_ROOT', 'KGPU_DRA', 'KGPU_DRA_DRIVER', 'KGPU_DRA_GPUS',
+  'KGPU_DRA_VENDORS', 'KGPU_DEVICE_PLUGIN',
+];
+
+// MPS: the plugin advertises an MPS resource only while `kgpu mps-daemon` keeps its readiness
+// marker under MPS_ROOT, and MPS_ROOT is a host path (the mounts kgpu hands to the kubelet and
+// CDI are host paths). So a pod with MPS_ROOT runs mps-daemon, every container with MPS_ROOT
+// mounts that host folder at the same path, and mps-daemon loads the plugin's config.
+function mpsRules(where, spec, volumes) {
+  const containers = spec.containers || [];
+  const plugin = containers.find((c) => Array.isArray(c.args) && c.args[0] === 'plugin');
+  const daemons = containers.filter((c) => Array.isArray(c.args) && c.args[0] === 'mps-daemon');
+  if (containers.some((c) => envValue(c, 'MPS_ROOT') !== undefined) && daemons.length === 0) {
+    report(where, 'MPS_ROOT is set but no container runs "mps-daemon" (MPS resources would be withheld)');
+  }
+  for (const c of containers) {
+    const cw = `${where} container ${c.name}`;
+    const root = (c.env || []).find((e) => e.name === 'MPS_ROOT');
+    if (!root) {
+      if (daemons.includes(c)) report(cw, 'runs "mps-daemon" without MPS_ROOT');
+      continue;
+    }
+    const atHostPath = (c.volumeMounts || []).some((m) => {
+      const v = volumes.get(m.name);
+      return v && v.hostPath && v.hostPath.path === root.value && m.mountPath === root.value;
+    });
+    if (!atHostPath) report(cw, `MPS_ROOT ${root.value} is not a host folder mounted at the same path`);
+  }
+  for (const d of daemons) {
+    const dw = `${where} container ${d.name}`;
+    if (!plugin) {
+      report(dw, 'runs "mps-daemon" but no container runs "plugin"');
+      continue;
+    }
+    for (const name of CONFIG_ENV) {
+      if (envValue(d, name) !== envValue(plugin, name)) {
+        report(dw, `env ${name} differs from the plugin container's (${envValue(d, name)} vs ${envValue(plugin, name)})`);
+      }
+    }
+    for (const m of plugin.volumeMounts || []) {
+      if (!['available-configs', 'driver-root'].includes(m.name)) continue;
+      if (!(d.volumeMounts || []).some((x) => x.name === m.name && x.mountPath === m.mountPath)) {
+        report(dw, `does not mount ${m.name} at ${m.mountPath} like the plugin container`);
+      }
+    }
+    if (!(d.volumeMounts || []).some((m) => m.mountPath === '/dev/shm')) {
+      report(dw, 'has no /dev/shm mount (MPS servers share it with their clients)');
+    }
+  }
 }
 
 function daemonSetRules(where, doc) {
@@ -94,7 +159,7 @@ function daemonSetRules(where, doc) {
   if (!doc.metadata.namespace) report(where, 'no namespace');
   const pod = (spec.template || {}).spec || {};
   if (pod.priorityClassName !== 'system-node-critical') report(where, 'priorityClassName is not system-node-critical');
-  if (pod.shareProcessNamespace) report(where, 'shareProcessNamespace is not wanted (no sidecar)');
+  if (pod.shareProcessNamespace) report(where, 'shareProcessNamespace is not wanted (kgpu switches configs itself)');
   podRules(where, pod);
 }
 

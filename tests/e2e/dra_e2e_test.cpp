@@ -4,6 +4,7 @@
 // registration, publishing, the split between the two APIs, prepare with a CDI spec per claim,
 // a daemon restart between prepare and unprepare, and unprepare.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "e2e/sim_fixture.h"
 #include "fake-nvml/fake_nvml_control.h"
+#include "mps/readiness.h"
 #include "server/dra_kubelet_sim.h"
 #include "support/eventually.h"
 #include "support/fake_api_server.h"
@@ -198,23 +200,30 @@ TEST_F(DraE2E, XidTakesADeviceOutOfTheSliceAndAKubeletRestartRepublishes) {
 }
 
 // A claim's opaque GpuConfig asks for a time-slice interval: kgpu runs nvidia-smi (a recording
-// stand-in here) when it prepares the claim and puts the default back when it is unprepared. An MPS
-// config, which kgpu's DRA driver cannot serve yet, is refused with a reason and leaves no CDI spec.
-TEST_F(DraE2E, TimeSlicingClaimSetsTheIntervalAndMpsIsRefused) {
+// stand-in here) when it prepares the claim and puts the default back when it is unprepared.
+// Another claim asks for MPS: `kgpu mps-daemon` (the real binary, with the fake
+// nvidia-cuda-mps-control) runs the claim's own control daemon on the claim's GPU only, the prepare
+// answers once it is ready, and the unprepare takes it away.
+TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
   fs::create_directories(cdi_dir);
   const std::string calls = work.file("nvidia-smi.calls");
   const std::string nvidia_smi = work.write("bin/nvidia-smi", "#!/bin/sh\necho \"$@\" >> '" + calls + "'\n");
   fs::permissions(nvidia_smi, fs::perms::owner_all);
+  const std::string mps_root = work.file("mps");
+  ProcessOptions supervisor_options;
+  supervisor_options.argv = {kgpu_binary(), "mps-daemon", "--mps-root", mps_root, "--mps-control-binary",
+                             std::string(KGPU_FIXTURES_DIR) + "/mps/nvidia-cuda-mps-control"};
+  ChildProcess supervisor(supervisor_options, work.path(), "mps-daemon");
   FakeApiServer api("node-1", {});
   auto options = dra_options(api, "0,1");
-  options.extra_args.insert(options.extra_args.end(), {"--dra-nvidia-smi", nvidia_smi});
+  options.extra_args.insert(options.extra_args.end(), {"--dra-nvidia-smi", nvidia_smi, "--mps-root", mps_root});
   auto plugin = start(options);
   sim::DraKubeletSim kubelet(work.path(), 34);
   ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
   ASSERT_TRUE(eventually([&] { return published(api).size() == 2; }, 20s)) << diagnostics(*plugin);
   const auto uuids = published_uuids(api);
   const auto& [sliced, sliced_uuid] = *uuids.begin();
-  const auto& mps_device = uuids.rbegin()->first;
+  const auto& [mps_device, mps_uuid] = *uuids.rbegin();
 
   auto with_sharing = [&](const std::string& uid, const std::string& device, nlohmann::json sharing) {
     auto c = claim(uid, device);
@@ -234,21 +243,34 @@ TEST_F(DraE2E, TimeSlicingClaimSetsTheIntervalAndMpsIsRefused) {
   auto prepared = kubelet.prepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}, {"team-a", "uid-mps", "uid-mps"}});
   ASSERT_TRUE(prepared) << prepared.error().message;
   EXPECT_EQ(prepared->at("uid-ts").error, "") << diagnostics(*plugin);
-  EXPECT_NE(prepared->at("uid-mps").error.find("asks for MPS sharing"), std::string::npos)
-      << prepared->at("uid-mps").error;
+  EXPECT_EQ(prepared->at("uid-mps").error, "") << diagnostics(*plugin) << supervisor.stderr_text();
   auto read_calls = [&] {
     std::ifstream in(calls);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   };
   EXPECT_EQ(read_calls(), "compute-policy -i " + sliced_uuid + " --set-timeslice 3\n");
-  for (const auto& e : fs::directory_iterator(cdi_dir))
-    EXPECT_EQ(e.path().string().find("uid-mps"), std::string::npos) << e.path();
 
-  auto unprepared = kubelet.unprepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}});
+  // The MPS claim's daemon runs (its marker is live), sees the claim's GPU only, with the limits;
+  // its containers get the pipe and the limits through the claim's CDI spec.
+  const std::string claim_dir = mps_root + "/dra/uid-mps";
+  EXPECT_TRUE(mps_marker_live(claim_dir + "/.ready")) << supervisor.stderr_text();
+  const std::string daemon_log = read_file(claim_dir + "/log/fake-control.log");
+  EXPECT_NE(daemon_log.find("visible " + mps_uuid + "\n"), std::string::npos) << daemon_log;
+  EXPECT_NE(daemon_log.find("command set_default_active_thread_percentage 50"), std::string::npos) << daemon_log;
+  const std::string specs = cdi_specs();
+  EXPECT_NE(specs.find("CUDA_MPS_PIPE_DIRECTORY=/mps/dra/uid-mps/pipe"), std::string::npos) << specs;
+  EXPECT_NE(specs.find("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"), std::string::npos) << specs;
+  EXPECT_NE(specs.find(claim_dir + "/pipe"), std::string::npos) << specs;
+
+  auto unprepared = kubelet.unprepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}, {"team-a", "uid-mps", "uid-mps"}});
   ASSERT_TRUE(unprepared);
   EXPECT_EQ(unprepared->at("uid-ts"), "");
+  EXPECT_EQ(unprepared->at("uid-mps"), "");
   EXPECT_EQ(read_calls(), "compute-policy -i " + sliced_uuid + " --set-timeslice 3\n" + "compute-policy -i " +
                               sliced_uuid + " --set-timeslice 0\n");
+  EXPECT_TRUE(eventually([&] { return !fs::exists(claim_dir); }, 20s)) << supervisor.stderr_text();
+  supervisor.signal(SIGTERM);
+  EXPECT_EQ(supervisor.wait_exit(20s), 0) << supervisor.stderr_text();
 }
 
 // AMD GPUs (kgpu.dra.vendors: [amd]) are served under AMD's driver name, with their own sockets,

@@ -1,12 +1,14 @@
 // Fuzz target: what the DRA node plugin reads from outside. Three passes per input:
 //  - raw: the input as the ResourceClaim the API server returns, prepared on a fixed node (four
 //    A100s, the first in MIG mode) when it parses; also as the prepared-claims checkpoint (a file
-//    on the host anyone with root there may edit) and as an MPS memory quantity;
+//    on the host anyone with root there may edit), as an MPS memory quantity, and as the MPS claim
+//    request `kgpu mps-daemon` reads from <mpsRoot>/dra-requests/;
 //  - typed: the input drives edits of a valid, allocated claim (any field of the allocation or of
 //    an opaque NVIDIA sharing config may get any JSON type or a tricky word), which reaches
 //    prepare_claim's config, MPS and naming paths that raw mutation rarely gets to.
 // Every input gives a value or an Error; a prepared claim never names a file outside the CDI
-// folder and its CDI IDs always belong to the claim.
+// folder, its CDI IDs always belong to the claim, and its MPS request (if any) is one the
+// supervisor accepts, for a daemon whose files all lie in the claim's own folder.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstddef>
@@ -21,6 +23,7 @@
 #include "dra/claim_checkpoint.h"
 #include "dra/prepare.h"
 #include "dra/slice_builder.h"
+#include "mps/claim_request.h"
 #include "unit/dra/synthetic_node.h"
 
 namespace {
@@ -44,6 +47,17 @@ const Node& node() {
   return n;
 }
 
+// What the plugin asks `kgpu mps-daemon` for must parse back as itself, and the daemon it gives
+// must keep every file inside <mpsRoot>/dra/<claim UID>/.
+void check_mps_request(const kgpu::MpsClaimRequest& request, const std::string& mps_root) {
+  auto back = kgpu::parse_mps_claim_request(kgpu::render_mps_claim_request(request));
+  if (!back || *back != request) __builtin_trap();
+  const auto spec = kgpu::mps_claim_daemon_spec(mps_root, request);
+  const std::string folder = mps_root + "/dra/" + request.claim_uid + "/";
+  for (const auto* path : {&spec.pipe_dir, &spec.log_dir, &spec.ready_marker, &spec.failure_note})
+    if (!path->starts_with(folder) || path->find("..") != std::string::npos) __builtin_trap();
+}
+
 void check(const kgpu::dra::ResourceClaim& claim) {
   (void)kgpu::dra::results_for(claim, "gpu.nvidia.com", "node-1");
   const Node& n = node();
@@ -59,6 +73,7 @@ void check(const kgpu::dra::ResourceClaim& claim) {
   // What the store writes must read back as written.
   auto back = kgpu::dra::parse_checkpoint(kgpu::dra::checkpoint_text({"boot", {c}}));
   if (!back || back->claims.size() != 1 || back->claims[0] != c) __builtin_trap();
+  if (c.mps) check_mps_request(*c.mps, n.config.mps_root);
 }
 
 const char* const kWords[] = {"gpu.nvidia.com", "node-1", "gpu-1", "gpu-2", "gpu-3", "gpu-0-mig-1g5gb-7-0",
@@ -158,6 +173,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto claim = kgpu::dra::parse_resource_claim(text)) check(*claim);
   (void)kgpu::dra::parse_checkpoint(text);
   (void)kgpu::dra::parse_quantity_bytes(text);
+  if (auto request = kgpu::parse_mps_claim_request(text)) check_mps_request(*request, node().config.mps_root);
   typed(data, size);
   return 0;
 }

@@ -263,7 +263,7 @@ TEST(DraClaimStore, CheckpointRoundTripsEveryField) {
   c.devices = {{{"a", "b"}, "node-1", "gpu-1", {"k8s.gpu.nvidia.com/claim=x-gpu-1"}, "share-1", true},
                {{"c"}, "node-1", "gpu-2", {}, std::nullopt, false}};
   c.time_slicing = {{"GPU-1", TimeSliceInterval::Medium}};
-  c.mps = MpsDaemonSpec{"dra/x", "/p", "/l", "/r", {"set_default_active_thread_percentage 5"}};
+  c.mps = MpsClaimRequest{c.ref.uid, {"GPU-1", "GPU-2"}, 5, {{1, 8192}}};
   const Checkpoint in{"boot", {c, PreparedClaim{ref(2), "gpu.nvidia.com", {}, "f", {}, std::nullopt}}};
   auto out = parse_checkpoint(checkpoint_text(in));
   ASSERT_TRUE(out.ok()) << out.error().message;

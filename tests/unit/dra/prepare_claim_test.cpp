@@ -210,15 +210,13 @@ TEST(DraPrepare, MpsGivesADaemonAndClientEditsLikeTheDevicePluginPath) {
   const Preparation p =
       n.ok(claim_json(kUid, {{"g", gpu_name(n.inventory, 3)}, {"g", gpu_name(n.inventory, 1)}}, json::array({opaque_config(mps)})));
   ASSERT_TRUE(p.claim.mps);
-  const std::string resource = std::string("dra/") + kUid;
-  EXPECT_EQ(p.claim.mps->resource, resource);
-  EXPECT_EQ(p.claim.mps->pipe_dir, mps_pipe_dir(n.config.mps_root, resource));
-  EXPECT_EQ(p.claim.mps->ready_marker, mps_ready_marker(n.config.mps_root, resource));
-  EXPECT_EQ(p.claim.mps->commands,
-            (std::vector<std::string>{
-                "set_default_device_pinned_mem_limit " + std::to_string(n.inventory.gpus[1].index) + " 8192M",
-                "set_default_device_pinned_mem_limit " + std::to_string(n.inventory.gpus[3].index) + " 2048M",
-                "set_default_active_thread_percentage 25"}));
+  const std::string resource = mps_claim_resource(kUid);
+  // The daemon sees the claim's GPUs only, in PCI order (GPU 1 on bus 02, GPU 3 on bus 04), and its
+  // limits use those ordinals: GPU 3's own limit replaces the claim-wide one.
+  EXPECT_EQ(p.claim.mps->claim_uid, kUid);
+  EXPECT_EQ(p.claim.mps->visible_devices, (std::vector<std::string>{n.inventory.gpus[1].uuid, n.inventory.gpus[3].uuid}));
+  EXPECT_EQ(p.claim.mps->active_thread_percentage, 25);
+  EXPECT_EQ(p.claim.mps->pinned_mib, (std::map<int, uint64_t>{{0, 8192}, {1, 2048}}));
   const json& common = p.cdi_spec["containerEdits"];
   const auto env = env_of(common);
   EXPECT_TRUE(has(env, "CUDA_MPS_PIPE_DIRECTORY=" + mps_container_pipe_dir(resource)));
@@ -228,6 +226,9 @@ TEST(DraPrepare, MpsGivesADaemonAndClientEditsLikeTheDevicePluginPath) {
   std::vector<std::string> mount_targets;
   for (const auto& m : common["mounts"]) mount_targets.push_back(m["containerPath"]);
   EXPECT_TRUE(has(mount_targets, mps_container_pipe_dir(resource)));
+  std::vector<std::string> mount_sources;
+  for (const auto& m : common["mounts"]) mount_sources.push_back(m["hostPath"]);
+  EXPECT_TRUE(has(mount_sources, mps_claim_daemon_spec(n.config.mps_root, *p.claim.mps).pipe_dir));
   EXPECT_TRUE(has(mount_targets, "/dev/shm"));
 }
 

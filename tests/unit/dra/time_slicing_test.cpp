@@ -71,7 +71,7 @@ struct Recorder {
 
 TEST(ClaimSharing, TimeSlicesAreSetOnPrepareAndPutBackOnUnprepare) {
   Recorder rec;
-  ClaimSharing sharing({"/drv/nvidia-smi", {{"LD_PRELOAD", "/drv/libnvidia-ml.so.1"}}}, rec.runner());
+  ClaimSharing sharing({"/drv/nvidia-smi", {{"LD_PRELOAD", "/drv/libnvidia-ml.so.1"}}}, rec.runner(), ClaimMps({}));
   const auto a = claim("a", {{kGpu0, TimeSliceInterval::Medium}});
   ASSERT_TRUE(sharing.apply({a}, a).ok());
   ASSERT_TRUE(sharing.undo({}, a).ok());
@@ -81,20 +81,19 @@ TEST(ClaimSharing, TimeSlicesAreSetOnPrepareAndPutBackOnUnprepare) {
   EXPECT_EQ(rec.env.at("LD_PRELOAD"), "/drv/libnvidia-ml.so.1");
 }
 
-TEST(ClaimSharing, FailuresAndMpsAreErrorsThatSayWhat) {
+TEST(ClaimSharing, AFailedTimeSliceIsAnErrorThatSaysWhatAndStartsNoMpsDaemon) {
   Recorder rec;
-  ClaimSharing sharing({"nvidia-smi", {}}, rec.runner());
+  const fs::path root = fs::temp_directory_path() / ("kgpu-sharing-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  ClaimSharing sharing({"nvidia-smi", {}}, rec.runner(), ClaimMps({root.string()}));
   rec.fail = true;
-  const auto a = claim("a", {{kGpu0, TimeSliceInterval::Long}});
+  auto a = claim("a", {{kGpu0, TimeSliceInterval::Long}});
+  a.mps = MpsClaimRequest{"a", {kGpu0}, 50, {}};
   auto failed = sharing.apply({a}, a);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error().message, "cannot set time-slice interval Long on " + kGpu0 + ": exited with status 6");
-  auto mps = claim("m", {});
-  mps.mps = MpsDaemonSpec{};
-  auto refused = sharing.apply({mps}, mps);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("claim m asks for MPS sharing"), std::string::npos);
-  EXPECT_EQ(rec.runs.size(), 1u);  // nothing run for the MPS claim
+  EXPECT_FALSE(fs::exists(mps_claim_request_file(root.string(), "a")));  // no daemon asked for
+  fs::remove_all(root);
 }
 
 TEST(ClaimSharing, ProcessRunnerReportsExitStatusAndIsCancelledAtShutdown) {

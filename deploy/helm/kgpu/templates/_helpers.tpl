@@ -114,6 +114,15 @@ default
 {{- if and .Values.mps.enabled (or (include "kgpu.configsUnknown" .) (regexMatch `(^|[\s{,"'])mps["']?\s*:` (include "kgpu.configText" .))) -}}true{{- end -}}
 {{- end -}}
 
+{{/* "true" when the pods run `kgpu mps-daemon` (the mps-control-daemon container) and get the MPS
+     root (mps.root mounted at its host path, MPS_ROOT): a config may share GPUs with MPS, or DRA is
+     on, whose claims may ask for MPS in their opaque config (GpuConfig sharing.strategy MPS) and
+     whose per-claim control daemons `kgpu mps-daemon` runs (requests under <mps.root>/dra-requests/).
+     Never with mps.enabled false. The one place that decides it: every MPS part of the chart uses it. */}}
+{{- define "kgpu.mpsDaemon" -}}
+{{- if or (include "kgpu.mpsMayBeUsed" .) (and .Values.dra.enabled .Values.mps.enabled) -}}true{{- end -}}
+{{- end -}}
+
 {{/* The container securityContext: the user's, else NVIDIA's rules, least privilege by default.
      runAsUser 0: the kubelet's device-plugins folder is root-owned, so creating the plugin sockets
      needs uid 0 (the image itself defaults to a non-root user for ad-hoc `kgpu devices` runs); every
@@ -180,4 +189,121 @@ capabilities:
 {{- fail (printf "dra.driver: %q is longer than 63 characters" $driver) -}}
 {{- end -}}
 {{- $driver -}}
+{{- end -}}
+
+{{/* The environment `kgpu plugin` and `kgpu mps-daemon` share: everything that decides which config
+     is loaded and what it plans (config file and per-node label selection, MIG, DRA share, driver
+     root, MPS root, ...), so that both containers see the same config and agree on the MPS
+     resources and their paths. Container-specific variables (metrics, labels, health, NVIDIA
+     runtime) are set in daemonset.yaml. */}}
+{{- define "kgpu.configEnv" -}}
+- name: NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+- name: KGPU_LOG_LEVEL
+  value: {{ .Values.logging.level | quote }}
+- name: KGPU_LOG_FORMAT
+  value: {{ .Values.logging.format | quote }}
+{{- if .Values.dra.enabled }}
+# DRA driver (kgpu plugin --dra); it reads ResourceClaims and writes ResourceSlices
+# through the API server with this pod's service account. Part of the config: it
+# decides which GPUs the device-plugin API (and so its MPS daemons) serves.
+- name: KGPU_DRA
+  value: "true"
+- name: KGPU_DRA_DRIVER
+  value: {{ include "kgpu.draDriver" . | quote }}
+{{- $vendors := include "kgpu.draVendors" . }}
+{{- if ne $vendors "nvidia" }}
+- name: KGPU_DRA_VENDORS
+  value: {{ $vendors | quote }}
+{{- end }}
+{{- with .Values.dra.gpus }}
+- name: KGPU_DRA_GPUS
+  value: {{ include "kgpu.draGpus" $ | quote }}
+{{- end }}
+{{- if not .Values.dra.devicePlugin }}
+- name: KGPU_DEVICE_PLUGIN
+  value: "false"
+{{- end }}
+{{- end }}
+{{- if include "kgpu.mpsDaemon" . }}
+# A host path, mounted at the same path in the containers: the paths kgpu computes
+# (readiness markers, pipes, the mounts it hands to the kubelet / CDI) are the same
+# files inside and outside.
+- name: MPS_ROOT
+  value: {{ .Values.mps.root | quote }}
+{{- end }}
+{{- if include "kgpu.hasConfig" . }}
+# The daemon starts with the default config and switches to the file named by its
+# Node's label (see README, "Per-node configuration").
+- name: CONFIG_FILE
+  value: /available-configs/{{ include "kgpu.defaultConfig" . }}
+- name: KGPU_CONFIG_DIR
+  value: /available-configs
+- name: KGPU_CONFIG_DEFAULT
+  value: {{ include "kgpu.defaultConfig" . | quote }}
+- name: KGPU_NODE_CONFIG_LABEL
+  value: {{ .Values.perNodeConfig.label | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.compatWithCPUManager) }}
+- name: PASS_DEVICE_SPECS
+  value: {{ .Values.compatWithCPUManager | toString | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.migStrategy) }}
+- name: MIG_STRATEGY
+  value: {{ .Values.migStrategy | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.failOnInitError) }}
+- name: FAIL_ON_INIT_ERROR
+  value: {{ .Values.failOnInitError | toString | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.deviceListStrategy) }}
+- name: DEVICE_LIST_STRATEGY
+  value: {{ .Values.deviceListStrategy | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.deviceIDStrategy) }}
+- name: DEVICE_ID_STRATEGY
+  value: {{ .Values.deviceIDStrategy | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.nvidiaDriverRoot) }}
+- name: NVIDIA_DRIVER_ROOT
+  value: {{ .Values.nvidiaDriverRoot | quote }}
+- name: CONTAINER_DRIVER_ROOT
+  value: /driver-root
+{{- end }}
+{{- if not (kindIs "invalid" .Values.nvidiaDevRoot) }}
+- name: NVIDIA_DEV_ROOT
+  value: {{ .Values.nvidiaDevRoot | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.gdsEnabled) }}
+- name: GDS_ENABLED
+  value: {{ .Values.gdsEnabled | toString | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.mofedEnabled) }}
+- name: MOFED_ENABLED
+  value: {{ .Values.mofedEnabled | toString | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.deviceDiscoveryStrategy) }}
+- name: DEVICE_DISCOVERY_STRATEGY
+  value: {{ .Values.deviceDiscoveryStrategy | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.cdi.nvidiaHookPath) }}
+- name: NVIDIA_CDI_HOOK_PATH
+  value: {{ .Values.cdi.nvidiaHookPath | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The config folder (ConfigMap files), mounted alike in every kgpu container. */}}
+{{- define "kgpu.configMounts" -}}
+{{- if include "kgpu.hasConfig" . }}
+- name: available-configs
+  mountPath: /available-configs
+  readOnly: true
+{{- end }}
+{{- if not (kindIs "invalid" .Values.nvidiaDriverRoot) }}
+- name: driver-root
+  mountPath: /driver-root
+  readOnly: true
+{{- end }}
 {{- end -}}

@@ -1,0 +1,234 @@
+// DRA claims' MPS daemons, the supervisor's side: the request format (strict, every path derived
+// from mpsRoot and the UID), the request folder, and a supervisor that follows the folder with the
+// fake nvidia-cuda-mps-control (tests/fixtures/mps). Waits are inotify-driven with deadlines.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/safe_file.h"
+#include "mps/claim_request.h"
+#include "mps/claim_request_folder.h"
+#include "mps/readiness.h"
+#include "mps/supervisor.h"
+#include "plan/mps_paths.h"
+
+namespace kgpu {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const std::string kUid = "0f1e2d3c-0000-4000-8000-00000000abcd";
+const std::string kGpuA = "GPU-00000000-0000-4000-8000-00000000000a";
+const std::string kGpuB = "GPU-00000000-0000-4000-8000-00000000000b";
+
+MpsClaimRequest request() { return MpsClaimRequest{kUid, {kGpuA, kGpuB}, 25, {{1, 2048}}}; }
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(MpsClaimRequest, RoundTripsAndBuildsTheDaemonFromMpsRootAndUidOnly) {
+  const auto text = render_mps_claim_request(request());
+  auto parsed = parse_mps_claim_request(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(*parsed, request());
+
+  const MpsDaemonSpec spec = mps_claim_daemon_spec("/run/mps", *parsed);
+  EXPECT_EQ(spec.resource, "dra/" + kUid);
+  EXPECT_EQ(spec.pipe_dir, "/run/mps/dra/" + kUid + "/pipe");
+  EXPECT_EQ(spec.log_dir, "/run/mps/dra/" + kUid + "/log");
+  EXPECT_EQ(spec.ready_marker, "/run/mps/dra/" + kUid + "/.ready");
+  EXPECT_EQ(spec.failure_note, "/run/mps/dra/" + kUid + "/.failed");
+  EXPECT_EQ(spec.visible_devices, kGpuA + "," + kGpuB);
+  EXPECT_EQ(spec.commands, (std::vector<std::string>{"set_default_device_pinned_mem_limit 1 2048M",
+                                                     "set_default_active_thread_percentage 25"}));
+  EXPECT_EQ(mps_claim_request_file("/run/mps", kUid), "/run/mps/dra-requests/" + kUid + ".json");
+  EXPECT_EQ(claim_uid_of_request_file(kUid + ".json"), kUid);
+  EXPECT_FALSE(claim_uid_of_request_file(kUid + ".json.tmp"));
+  EXPECT_FALSE(claim_uid_of_request_file("../x.json"));
+  EXPECT_FALSE(claim_uid_of_request_file(".json"));
+}
+
+TEST(MpsClaimRequest, EveryBadFieldIsRefusedByName) {
+  auto refused = [](const std::function<void(nlohmann::json&)>& edit) {
+    auto doc = nlohmann::json::parse(render_mps_claim_request(request()));
+    edit(doc);
+    auto parsed = parse_mps_claim_request(doc.dump());
+    return parsed.ok() ? std::string("accepted") : parsed.error().message;
+  };
+  using nlohmann::json;
+  EXPECT_NE(refused([](json& d) { d["kind"] = "Other"; }).find("not kgpu.io/v1 MpsClaimDaemon"), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["pipeDir"] = "/etc"; }).find("unknown field \"pipeDir\""), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["claimUID"] = "../../etc"; }).find("claimUID"), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["visibleDevices"] = json::array(); }).find("visibleDevices"), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["visibleDevices"] = {"GPU-1,GPU-2"}; }).find("letters, digits and dashes"),
+            std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["visibleDevices"] = {"GPU-1", "GPU-1"}; }).find("twice"), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["activeThreadPercentage"] = 0; }).find("1 to 100"), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["activeThreadPercentage"] = "50"; }).find("1 to 100"), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["pinnedDeviceMemoryLimitsMiB"] = {{"2", 10}}; }).find("not an ordinal"),
+            std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["pinnedDeviceMemoryLimitsMiB"] = {{"0", 0}}; }).find("1 to"), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["pinnedDeviceMemoryLimitsMiB"] = {{"0", -5}}; }).find("1 to"), std::string::npos);
+  EXPECT_FALSE(parse_mps_claim_request("{").ok());
+  EXPECT_FALSE(parse_mps_claim_request("[]").ok());
+  EXPECT_FALSE(parse_mps_claim_request(std::string(kMpsClaimRequestMaxBytes + 1, ' ')).ok());
+}
+
+// Waits until cond() holds, woken by changes in `dir` (created if missing), at most `limit`.
+bool wait_until(const fs::path& dir, const std::function<bool()>& cond, std::chrono::milliseconds limit = 10s) {
+  fs::create_directories(dir);
+  const int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  inotify_add_watch(fd, dir.c_str(), IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_DELETE_SELF);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  bool ok = cond();
+  while (!ok) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) > 0) {
+      char buf[4096];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+    }
+    ok = cond();
+  }
+  ::close(fd);
+  return ok;
+}
+
+class ClaimRequestFolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::path(::testing::TempDir()) / ("kgpu-mps-claims-" + std::to_string(::getpid()) + "-" +
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    ASSERT_EQ(::pipe2(stop_, O_CLOEXEC), 0);
+  }
+  void TearDown() override {
+    stop();
+    ::close(stop_[0]);
+    ::close(stop_[1]);
+    fs::remove_all(root_);
+  }
+  void launch(MpsClaimRequestFolder& folder) {
+    MpsSupervisorOptions options;
+    options.control_binary = std::string(KGPU_FIXTURES_DIR) + "/mps/nvidia-cuda-mps-control";
+    options.initial_backoff = 20ms;
+    supervisor_ = std::make_unique<MpsSupervisor>(std::vector<MpsDaemonSpec>{}, options);
+    thread_ = std::thread([this, &folder] { result_ = supervisor_->run(stop_[0], -1, {&folder}); });
+  }
+  void stop() {
+    if (!thread_.joinable()) return;
+    ASSERT_EQ(::write(stop_[1], "x", 1), 1);
+    thread_.join();
+  }
+  void write_request(const MpsClaimRequest& r) {
+    ASSERT_TRUE(write_file_atomically(mps_claim_request_file(root(), r.claim_uid), render_mps_claim_request(r), 0644).ok());
+  }
+  std::string root() const { return root_.string(); }
+  fs::path claim_dir() const { return mps_resource_dir(root(), mps_claim_resource(kUid)); }
+  std::string log() const { return slurp(claim_dir() / "log/fake-control.log"); }
+
+  fs::path root_;
+  int stop_[2] = {-1, -1};
+  std::unique_ptr<MpsSupervisor> supervisor_;
+  std::thread thread_;
+  Status result_ = ok_status();
+};
+
+TEST_F(ClaimRequestFolderTest, BadFilesAreNamedInTheClaimsFailureNoteAndOthersStillServed) {
+  auto folder = MpsClaimRequestFolder::open(root());
+  ASSERT_TRUE(folder.ok()) << folder.error().message;
+  const std::string dir = mps_claim_requests_dir(root());
+  std::ofstream(dir + "/" + kUid + ".json") << R"({"apiVersion": "kgpu.io/v1", "kind": "MpsClaimDaemon"})";
+  std::ofstream(dir + "/notes.txt") << "hello";
+  std::ofstream(dir + "/.tmp-file") << "partial";
+  MpsClaimRequest other = request();
+  other.claim_uid = "other-claim";
+  write_request(other);
+  const auto specs = folder->read();
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0].resource, "dra/other-claim");
+  auto note = read_regular_file(mps_claim_failure_note(root(), kUid), 4096);
+  ASSERT_TRUE(note.ok());
+  EXPECT_NE(note->find("claimUID is missing"), std::string::npos) << *note;
+
+  // A file whose content names another claim is refused too: names and content must agree.
+  MpsClaimRequest lying = request();
+  lying.claim_uid = "someone-else";
+  ASSERT_TRUE(write_file_atomically(dir + "/" + kUid + ".json", render_mps_claim_request(lying), 0644).ok());
+  EXPECT_EQ(folder->read().size(), 1u);
+  EXPECT_NE(read_regular_file(mps_claim_failure_note(root(), kUid), 4096)->find("names claim someone-else"),
+            std::string::npos);
+}
+
+TEST_F(ClaimRequestFolderTest, TheSupervisorStartsRestartsAndQuitsClaimDaemonsAsRequestsComeAndGo) {
+  auto folder = MpsClaimRequestFolder::open(root());
+  ASSERT_TRUE(folder.ok()) << folder.error().message;
+  launch(*folder);
+  write_request(request());
+  const std::string marker = mps_ready_marker(root(), mps_claim_resource(kUid));
+  ASSERT_TRUE(wait_until(claim_dir(), [&] { return mps_marker_live(marker); })) << log();
+  EXPECT_NE(log().find("visible " + kGpuA + "," + kGpuB), std::string::npos) << log();
+  EXPECT_NE(log().find("command set_default_device_pinned_mem_limit 1 2048M"), std::string::npos) << log();
+  EXPECT_NE(log().find("command set_default_active_thread_percentage 25"), std::string::npos) << log();
+
+  // A changed request restarts the daemon with the new limits.
+  MpsClaimRequest changed = request();
+  changed.active_thread_percentage = 60;
+  write_request(changed);
+  // The marker is renamed into the claim's folder after the commands ran: that event ends the wait.
+  ASSERT_TRUE(wait_until(claim_dir(), [&] {
+    return log().find("command set_default_active_thread_percentage 60") != std::string::npos && mps_marker_live(marker);
+  })) << log();
+  EXPECT_NE(log().find("command quit"), std::string::npos) << log();
+
+  // A withdrawn request quits the daemon and removes the claim's folder.
+  fs::remove(mps_claim_request_file(root(), kUid));
+  ASSERT_TRUE(wait_until(claim_dir().parent_path(), [&] { return !fs::exists(claim_dir()); }));
+  stop();
+  EXPECT_TRUE(result_.ok());
+}
+
+TEST_F(ClaimRequestFolderTest, AClaimDaemonThatCannotStartLeavesItsReasonForThePrepare) {
+  auto folder = MpsClaimRequestFolder::open(root());
+  ASSERT_TRUE(folder.ok());
+  const fs::path refuse = root_ / "refuse";
+  std::ofstream(refuse) << "";
+  ::setenv("FAKE_MPS_REFUSE_START", refuse.c_str(), 1);
+  launch(*folder);
+  write_request(request());
+  const std::string note = mps_claim_failure_note(root(), kUid);
+  const bool noted = wait_until(claim_dir(), [&] { return fs::exists(note); });
+  EXPECT_TRUE(noted);
+  if (noted) {
+    EXPECT_NE(slurp(note).find("exited with status 1"), std::string::npos) << slurp(note);
+    // The retry (backoff) starts it once the cause is gone, and takes the note away.
+    fs::remove(refuse);
+    EXPECT_TRUE(wait_until(claim_dir(), [&] {
+      return mps_marker_live(mps_ready_marker(root(), mps_claim_resource(kUid))) && !fs::exists(note);
+    }));
+  }
+  stop();  // before the environment changes: the supervisor's thread spawns processes
+  ::unsetenv("FAKE_MPS_REFUSE_START");
+}
+
+}  // namespace
+}  // namespace kgpu
