@@ -193,6 +193,7 @@ Status DraWiring::start(server::Daemon& daemon) {
     if (!s.serves(*name)) name->clear();
   s.publisher = std::make_unique<dra::SlicePublisher>(s.api, publisher_options);
   s.publisher->start();
+  s.publisher->start_watch();  // puts back a slice someone else deletes or edits
   dra::SlicePublisher* publisher = s.publisher.get();
   for (auto& driver : s.drivers) {
     dra::KubeletPluginOptions plugin_options{driver.name, s.kubelet_root, {}};

@@ -7,6 +7,7 @@
 #include <exception>
 #include <set>
 
+#include "core/thread_name.h"
 #include "dra/slice_publisher_diff.h"
 #include "kube/resource_slice_list.h"
 
@@ -92,7 +93,8 @@ std::chrono::milliseconds SlicePublisher::Deadline::next() const {
 SlicePublisher::SlicePublisher(kube::ApiServer server, SliceOptions options, std::optional<SliceApi> api_version)
     : options_(std::move(options)),
       worker_client_(server, worker_interrupter_),
-      cleanup_client_(std::move(server), cleanup_interrupter_),
+      cleanup_client_(server, cleanup_interrupter_),
+      watch_client_(std::move(server), watch_interrupter_),
       api_(api_version) {}
 
 SlicePublisher::~SlicePublisher() { stop(); }
@@ -133,7 +135,59 @@ void SlicePublisher::stop() {
   cv_.notify_all();
   worker_interrupter_.stop();
   cleanup_interrupter_.stop();
+  watch_interrupter_.stop();
   if (thread_.joinable()) thread_.join();
+  if (watch_thread_.joinable()) watch_thread_.join();
+}
+
+void SlicePublisher::start_watch() {
+  std::lock_guard lock(mu_);
+  if (watch_thread_.joinable() || stopping_) return;
+  watch_thread_ = std::thread([this] {
+    name_this_thread("kgpu-dra-watch");  // watches the node's ResourceSlices
+    watch();
+  });
+}
+
+bool SlicePublisher::covers(const std::string& driver) const {
+  std::lock_guard lock(mu_);
+  const auto covered = drivers(desired_);
+  return std::find(covered.begin(), covered.end(), driver) != covered.end();
+}
+
+void SlicePublisher::watch() {
+  SliceApi api = SliceApi::V1;
+  {
+    // The worker's first pass discovers the version; until then there is nothing to watch.
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return stopping_ || api_.has_value(); });
+    if (stopping_) return;
+    api = *api_;
+  }
+  const std::string selected = collection_path(api) + "?fieldSelector=" +
+                               query_escape("spec.nodeName=" + options_.node_name);
+  kube::WatchTarget target{"the ResourceSlices of node " + options_.node_name,
+                           "DRA slices",
+                           selected + "&limit=1",  // only its resourceVersion is needed
+                           selected,
+                           "list/watch on resource.k8s.io resourceslices",
+                           kMaxListBytes};
+  kube::WatchHandlers handlers;
+  handlers.on_get = [](const std::string& body) -> Result<std::string> {
+    auto list = kube::parse_resource_slice_list(body);
+    if (!list) return list.error();
+    return list->resource_version;
+  };
+  handlers.on_event = [this](std::string_view line) -> Result<kube::WatchEventHead> {
+    auto event = kube::parse_slice_watch_event(line);
+    if (!event) return event.error();
+    if (!event->driver.empty() && covers(event->driver)) {
+      spdlog::debug("DRA slices: {} event for a {} slice; checking this node's slices", event->type, event->driver);
+      resync();
+    }
+    return kube::WatchEventHead{event->type, event->resource_version, event->error_code};
+  };
+  kube::WatchLoop(watch_client_, watch_interrupter_, std::move(target), std::move(handlers), timing_.watch).run();
 }
 
 SlicePublisher::State SlicePublisher::state() const {
@@ -254,8 +308,11 @@ Result<SliceApi> SlicePublisher::api(const kube::ApiClient& client, const Deadli
   auto chosen = choose_slice_api(*versions);
   if (!chosen) return chosen.error();
   spdlog::info("DRA slices: writing resource.k8s.io/{} ResourceSlices", version_segment(*chosen));
-  std::lock_guard lock(mu_);
-  api_ = *chosen;
+  {
+    std::lock_guard lock(mu_);
+    api_ = *chosen;
+  }
+  cv_.notify_all();  // the watch waits for the version
   return *chosen;
 }
 
@@ -364,7 +421,9 @@ Status SlicePublisher::delete_all(std::chrono::milliseconds timeout) {
   }
   cv_.notify_all();
   worker_interrupter_.stop();
+  watch_interrupter_.stop();  // its resyncs would only wake a worker that is gone
   if (thread_.joinable()) thread_.join();
+  if (watch_thread_.joinable()) watch_thread_.join();
   const Deadline deadline{std::chrono::steady_clock::now() + timeout, timing_.request_deadline};
   std::optional<Error> first_problem;
   for (const auto& driver : drivers(pools)) {

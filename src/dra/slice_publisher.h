@@ -11,11 +11,16 @@
 // Drivers covered: the three of SliceOptions::drivers plus any in a published pool; a driver with no
 // pool in the latest publication has its slices on this node deleted.
 //
+// Watch (start_watch()): a second thread follows the node's slices (kube/watch_loop.h, filtered to
+// spec.nodeName) and resyncs on every event for a covered driver, so a slice someone else deleted
+// or edited is put back at once rather than at the next change. kgpu's own writes come back as
+// events too; each then costs one list per driver and no write (the diff finds nothing).
+//
 // Daemon use: construct with the API server, the same SliceOptions as build_publication() (node
 // name, and the Node's metadata.uid so the slices are owned by the Node) and optionally a forced
-// version; start(); publish(publication.pools) after every rebuild (health, MIG layout, config);
-// resync() when the kubelet re-registers the plugin (it may have wiped the slices); stop() on exit
-// (slices stay); delete_all() for uninstall or when DRA is switched off.
+// version; start(); start_watch(); publish(publication.pools) after every rebuild (health, MIG
+// layout, config); resync() when the kubelet re-registers the plugin (it may have wiped the
+// slices); stop() on exit (slices stay); delete_all() for uninstall or when DRA is switched off.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -31,6 +36,7 @@
 #include "kube/api_request.h"
 #include "kube/api_server.h"
 #include "kube/resource_slice_list.h"
+#include "kube/watch_loop.h"
 
 namespace kgpu::dra {
 
@@ -45,6 +51,7 @@ class SlicePublisher {
     std::chrono::milliseconds first_backoff{1000};
     std::chrono::milliseconds max_backoff{60000};
     int conflict_retries = 5;  // re-reads after a 409 within one pass before it counts as a failure
+    kube::WatchTiming watch;   // start_watch()'s loop
   };
 
   // `api_version`: the version to write; nullopt discovers it (GET /apis/resource.k8s.io) before
@@ -56,6 +63,9 @@ class SlicePublisher {
 
   void set_timing(const Timing& timing);  // before start()
   void start();                           // the worker thread
+  // The watch thread (after start()): it waits for the worker to know the API version, then
+  // follows the node's slices until stop().
+  void start_watch();
   // The pools to publish from now on (Publication::pools); the worker writes what differs.
   void publish(std::vector<DriverPool> pools);
   // Forget what was written, so the next pass re-reads every driver's slices (e.g. after the kubelet
@@ -92,6 +102,8 @@ class SlicePublisher {
     std::chrono::milliseconds next() const;
   };
   void run();
+  void watch();
+  bool covers(const std::string& driver) const;
   Status pass(const std::vector<DriverPool>& pools, const kube::ApiClient& client);
   Status sync_driver(const std::string& driver, const DriverPool* desired, const kube::ApiClient& client,
                      const Deadline& deadline);
@@ -104,8 +116,10 @@ class SlicePublisher {
   Timing timing_;
   kube::Interrupter worker_interrupter_;   // stop() and delete_all() end the worker's requests
   kube::Interrupter cleanup_interrupter_;  // stop() ends delete_all()'s requests
+  kube::Interrupter watch_interrupter_;    // stop() ends the watch
   kube::ApiClient worker_client_;
   kube::ApiClient cleanup_client_;
+  kube::ApiClient watch_client_;
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
@@ -120,6 +134,7 @@ class SlicePublisher {
   std::map<std::string, std::optional<DriverPool>> written_;
   std::map<std::string, int64_t> last_generation_;  // the highest generation written per driver
   std::thread thread_;
+  std::thread watch_thread_;
 };
 
 }  // namespace kgpu::dra

@@ -1,11 +1,11 @@
 #pragma once
 // NodeWatcher: follows this node's Node object through the API server (GET, then a watch stream
-// filtered to the one Node) and reports its labels whenever they change. One thread, which sleeps
-// in the watch's read (the server sends events; no polling). Every request is bounded (deadline,
-// size) and ended at once by stop(), so a hung API server delays neither start-up nor exit.
-// Failures (refused, HTTP errors, garbage, a watch that ends at once) are retried with backoff
-// (1 s doubling to 30 s) and logged once per change of problem; after a 410 Gone, a malformed
-// event or an ERROR event the watch starts again from a fresh GET, so no change is missed.
+// filtered to the one Node; kube/watch_loop.h) and reports its labels whenever they change. One
+// thread, which sleeps in the watch's read (the server sends events; no polling). Every request is
+// bounded (deadline, size) and ended at once by stop(), so a hung API server delays neither
+// start-up nor exit. Failures are retried with backoff (1 s doubling to 30 s) and logged once per
+// change of problem; after a 410 Gone, a malformed event or an ERROR event the watch starts again
+// from a fresh GET, so no change is missed.
 #include <chrono>
 #include <functional>
 #include <map>
@@ -17,6 +17,7 @@
 #include "kube/api_request.h"
 #include "kube/api_server.h"
 #include "kube/node_object.h"
+#include "kube/watch_loop.h"
 
 namespace kgpu::kube {
 
@@ -44,24 +45,10 @@ class NodeWatcher {
   void stop();
 
   // Timing of the watch loop; tests shorten it.
-  struct Timing {
-    std::chrono::milliseconds get_deadline{10000};
-    std::chrono::seconds watch_seconds{300};  // the server ends each watch after this; we reconnect
-    std::chrono::milliseconds first_backoff{1000};
-    std::chrono::milliseconds max_backoff{30000};
-    // A watch that ends without an event sooner than this counts as a failure (backoff), so a
-    // server that closes every watch at once cannot make the thread spin.
-    std::chrono::milliseconds min_quiet_watch{10000};
-  };
+  using Timing = WatchTiming;
   void set_timing(const Timing& timing) { timing_ = timing; }
 
  private:
-  struct WatchResult {
-    bool progressed = false;             // delivered an event, or lasted min_quiet_watch
-    std::optional<std::string> problem;  // why it ended badly
-  };
-  void run(NodeSnapshot from);
-  WatchResult watch_once(std::string& resource_version);
   void report(const Labels& labels);
 
   std::string node_name_;

@@ -1,5 +1,7 @@
 #include "kube/resource_slice_list.h"
 
+#include <algorithm>
+
 namespace kgpu::kube {
 namespace {
 
@@ -53,8 +55,7 @@ Result<const json*> object_field(const json& object, const char* key, const std:
   return v;
 }
 
-Result<ListedSlice> slice_from(const json& item, size_t index) {
-  const std::string where = "items[" + std::to_string(index) + "]";
+Result<ListedSlice> slice_from(const json& item, const std::string& where) {
   if (!item.is_object()) return Error::invalid(where + " is a " + std::string(item.type_name()) + ", not an object");
   ListedSlice slice;
   auto meta = object_field(item, "metadata", where, true);
@@ -111,6 +112,9 @@ Result<SliceList> parse_resource_slice_list(std::string_view text) {
     auto token = string_field(**meta, "continue", "list.metadata", false);
     if (!token) return token.error();
     list.continue_token = std::move(*token);
+    auto version = string_field(**meta, "resourceVersion", "list.metadata", false);
+    if (!version) return version.error();
+    list.resource_version = std::move(*version);
   }
   const json* items = member(doc, "items");
   if (items == nullptr) return list;  // an empty list may leave items out
@@ -118,11 +122,48 @@ Result<SliceList> parse_resource_slice_list(std::string_view text) {
     return Error::invalid(std::string("list.items is a ") + items->type_name() + ", not an array");
   list.items.reserve(items->size());
   for (size_t i = 0; i < items->size(); ++i) {
-    auto slice = slice_from((*items)[i], i);
+    auto slice = slice_from((*items)[i], "items[" + std::to_string(i) + "]");
     if (!slice) return Error::invalid("ResourceSlice list: " + slice.error().message);
     list.items.push_back(std::move(*slice));
   }
   return list;
+}
+
+Result<SliceWatchEvent> parse_slice_watch_event(std::string_view line) {
+  auto doc = json::parse(line, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return Error::invalid("malformed watch event: " + excerpt(line));
+  auto type = string_field(doc, "type", "watch event", true);
+  if (!type) return type.error();
+  SliceWatchEvent event;
+  event.type = std::move(*type);
+  static const json kEmpty = json::object();
+  auto object = object_field(doc, "object", "watch event", event.type != "BOOKMARK");
+  if (!object) return object.error();
+  const json& body = *object ? **object : kEmpty;
+  if (event.type == "ERROR") {
+    auto code = int_field(body, "code", "ERROR event object");
+    if (!code) return code.error();
+    event.error_code = static_cast<int>(std::clamp<int64_t>(*code, 0, 999));
+    return event;
+  }
+  if (event.type == "BOOKMARK") {
+    auto meta = object_field(body, "metadata", "bookmark", false);
+    if (!meta) return meta.error();
+    if (*meta) {
+      auto version = string_field(**meta, "resourceVersion", "bookmark.metadata", false);
+      if (!version) return version.error();
+      event.resource_version = std::move(*version);
+    }
+    return event;
+  }
+  if (event.type != "ADDED" && event.type != "MODIFIED" && event.type != "DELETED")
+    return Error::invalid("watch event of unknown type \"" + excerpt(event.type) + "\"");
+  auto slice = slice_from(body, "object");
+  if (!slice) return Error::invalid(event.type + " event: " + slice.error().message);
+  if (slice->driver.empty()) return Error::invalid(event.type + " event: object.spec.driver is empty");
+  event.resource_version = std::move(slice->resource_version);
+  event.driver = std::move(slice->driver);
+  return event;
 }
 
 Result<std::vector<std::string>> parse_api_group_versions(std::string_view text) {

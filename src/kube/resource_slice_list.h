@@ -1,6 +1,7 @@
 #pragma once
 // What the DRA slice publisher reads from the API server: the resource.k8s.io API group's served
-// versions (discovery) and a ResourceSliceList (the slices of one node and driver). Pure parsing,
+// versions (discovery), a ResourceSliceList (the slices of one node and driver) and the events of a
+// watch of the node's slices. Pure parsing,
 // no I/O. An answer with a field of the wrong type is an error as a whole: acting on part of a list
 // could overwrite or delete the wrong slices.
 #include <cstdint>
@@ -29,7 +30,19 @@ struct ListedSlice {
 struct SliceList {
   std::vector<ListedSlice> items;
   std::string continue_token;    // metadata.continue: non-empty when there is another page
+  std::string resource_version;  // metadata.resourceVersion: where a watch of the list starts
 };
+
+// One line of a watch of ResourceSlices. For ADDED / MODIFIED / DELETED the slice is read as a
+// list item is (a wrong type is an error: the watch starts again from a list); BOOKMARK carries only
+// a resourceVersion, ERROR only a Status code.
+struct SliceWatchEvent {
+  std::string type;
+  std::string resource_version;
+  int error_code = 0;
+  std::string driver;  // spec.driver of the slice; empty for BOOKMARK and ERROR
+};
+Result<SliceWatchEvent> parse_slice_watch_event(std::string_view line);
 
 // A ResourceSliceList (any resource.k8s.io version: only fields common to all are read).
 Result<SliceList> parse_resource_slice_list(std::string_view json_text);

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/thread_name.h"
+#include "mps/readiness.h"
 #include "plan/mps_paths.h"
 
 namespace kgpu {
@@ -53,13 +54,21 @@ void MpsReadinessWatcher::on_plan(const Config& config, const ResourcePlan& plan
       // Gone between the readiness check and now: re-plan at once.
       spdlog::info("mps: readiness marker {} vanished: {}", m, std::strerror(errno));
       gone = true;
+    } else if (!mps_marker_live(m)) {
+      // Released between the readiness check and the watch (a supervisor killed then): its close
+      // came before the watch could see it, so look once more now that the watch is armed.
+      spdlog::info("mps: readiness marker {} was released before it was watched", m);
+      gone = true;
     }
   }
   thread_ = std::thread([this] {
     name_this_thread("kgpu-mps-ready");  // inotify on the MPS pipe folders
     run();
   });
-  if (gone) on_change_();
+  if (gone) {
+    rearm_ = true;  // the next plan watches the markers again, whatever inode they have then
+    on_change_();
+  }
 }
 
 // The fds are opened before the thread starts and closed only after it is joined.

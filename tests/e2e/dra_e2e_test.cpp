@@ -161,9 +161,9 @@ TEST_F(DraE2E, RegistersPublishesPreparesAndSurvivesARestartBetweenPrepareAndUnp
 }
 
 // An XID on a GPU DRA owns takes exactly that device out of the published slice (the device-plugin
-// API's GPUs are untouched); a restarted kubelet finds the registration socket again, and its
-// confirmation re-publishes slices the cluster lost in the meantime.
-TEST_F(DraE2E, XidTakesADeviceOutOfTheSliceAndAKubeletRestartRepublishes) {
+// API's GPUs are untouched); slices someone deletes come back at once (the watch); a restarted
+// kubelet finds the registration socket again.
+TEST_F(DraE2E, XidTakesADeviceOutOfTheSliceAndDeletedSlicesComeBack) {
   fs::create_directories(cdi_dir);
   FakeApiServer api("node-1", {});
   fake_nvml::Control control{work.file("nvml.control")};
@@ -189,9 +189,13 @@ TEST_F(DraE2E, XidTakesADeviceOutOfTheSliceAndAKubeletRestartRepublishes) {
   ASSERT_TRUE(eventually(only_the_other, 20s)) << diagnostics(*plugin);
   EXPECT_EQ(sim->snapshot().find(kGpu)->healthy_count(), 6u);
 
-  // The kubelet restarts, and the slices are gone meanwhile (say, a controller deleted them).
+  // Someone deletes the slices (a controller, an operator): kgpu's watch of the node's slices puts
+  // them back at once, without waiting for a change or a kubelet registration.
+  const int creates_before = api.slice_counts().creates;
   for (const auto& entry : api.slices()) api.remove_slice(entry.first);
-  ASSERT_TRUE(published(api).empty());
+  EXPECT_TRUE(eventually([&] { return only_the_other() && api.slice_counts().creates > creates_before; }, 20s))
+      << diagnostics(*plugin);
+  // The kubelet restarts: it finds the registration socket again, and the slices stay right.
   sim::DraKubeletSim restarted(work.path(), 34);
   auto again = restarted.wait_for_plugin(20s);
   ASSERT_TRUE(again) << again.error().message << "\n" << diagnostics(*plugin);

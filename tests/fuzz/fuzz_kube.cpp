@@ -5,8 +5,9 @@
 //    have any JSON type (a number for "kind", a string for "code", an object for a label value):
 //    the mistakes a real server, a proxy or an attacker makes, which raw byte mutation rarely hits.
 // The labels of every Node that parsed go through the per-node config choice. The same input (raw,
-// then typed) is also read as a ResourceSliceList and as the resource.k8s.io discovery answer (what
-// the DRA slice publisher reads). Any answer gives a value or an Error.
+// then typed) is also read as a ResourceSliceList, as the resource.k8s.io discovery answer and, line
+// by line, as a watch of ResourceSlices (what the DRA slice publisher reads). Any answer gives a
+// value or an Error.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstddef>
@@ -60,8 +61,12 @@ void parse_answer(std::string_view text) {
     size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
     const std::string_view line = text.substr(start, end - start);
-    if (!line.empty())
+    if (!line.empty()) {
       if (auto event = kgpu::kube::parse_watch_event(line)) choose(event->node);
+      // A slice event names its driver exactly when it carries a slice.
+      if (auto event = kgpu::kube::parse_slice_watch_event(line))
+        if (event->driver.empty() != (event->type == "BOOKMARK" || event->type == "ERROR")) __builtin_trap();
+    }
     start = end + 1;
   }
 }

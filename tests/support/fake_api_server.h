@@ -6,8 +6,9 @@
 // every later request misbehave the way a broken or overloaded API server does.
 //
 // resource.k8s.io ResourceSlices (v1 and v1beta1 paths; served versions settable): API-group
-// discovery, list with the spec.nodeName / spec.driver field selectors (paged when asked), get,
-// create, update (resourceVersion required and checked: 409 on a stale one) and delete. Every body
+// discovery, list with the spec.nodeName / spec.driver field selectors (paged when asked), watch
+// (every change since the given resourceVersion, then each as it happens), get, create, update
+// (resourceVersion required and checked: 409 on a stale one) and delete. Every body
 // received is checked against the ResourceSlice schema essentials (required fields and their types,
 // name formats, at most 128 devices, v1 vs v1beta1 device shape, no unknown fields): a malformed one
 // gets 422 and is counted, so tests fail on it. fail_slice_writes() / fail_slice_lists() make the
@@ -223,7 +224,7 @@ class FakeApiServer {
   // ---- resource.k8s.io ResourceSlices ----
 
   struct SliceCounts {
-    int discoveries = 0, lists = 0, gets = 0, creates = 0, updates = 0, deletes = 0;
+    int discoveries = 0, lists = 0, watches = 0, gets = 0, creates = 0, updates = 0, deletes = 0;
     int rejected = 0;   // bodies that failed validation (422)
     int conflicts = 0;  // 409s answered (stale resourceVersion, name taken, or injected)
     int writes() const { return creates + updates + deletes; }
@@ -280,16 +281,19 @@ class FakeApiServer {
   void touch_slice(const std::string& name) {
     std::lock_guard lock(mu_);
     auto it = slices_.find(name);
-    if (it != slices_.end()) it->second.resource_version = ++slice_rv_;
+    if (it == slices_.end()) return;
+    it->second.resource_version = ++slice_rv_;
+    record_slice_event("MODIFIED", it->second);
   }
   // As touch_slice(), right after the next list is answered: a writer racing the lister.
   void touch_slice_after_next_list(std::string name) {
     std::lock_guard lock(mu_);
     touch_after_list_ = std::move(name);
   }
+  // Someone else deleted the slice (watches see a DELETED event).
   void remove_slice(const std::string& name) {
     std::lock_guard lock(mu_);
-    slices_.erase(name);
+    erase_slice(name);
   }
   // A ResourceClaim served at GET /apis/resource.k8s.io/<version>/namespaces/<ns>/resourceclaims/<name>
   // (every served version answers with the object as given).
@@ -381,6 +385,7 @@ class FakeApiServer {
     const std::string collection = R"(/apis/resource\.k8s\.io/([a-z0-9]+)/resourceslices)";
     const std::string item = collection + "/([^/]+)";
     server_.Get(collection, [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.get_param_value("watch") == "1") return watch_slices(req, res);
       std::lock_guard lock(mu_);
       ++slice_counts_.lists;
       const std::string version = req.matches[1];
@@ -430,7 +435,10 @@ class FakeApiServer {
       if (page_size_ != 0 && offset + page.size() < items.size())
         metadata["continue"] = "o:" + std::to_string(offset + page.size());
       if (!touch_after_list_.empty()) {
-        if (auto it = slices_.find(touch_after_list_); it != slices_.end()) it->second.resource_version = ++slice_rv_;
+        if (auto it = slices_.find(touch_after_list_); it != slices_.end()) {
+          it->second.resource_version = ++slice_rv_;
+          record_slice_event("MODIFIED", it->second);
+        }
         touch_after_list_.clear();
       }
       res.set_content(json{{"kind", "ResourceSliceList"},
@@ -509,7 +517,7 @@ class FakeApiServer {
       const std::string version = req.matches[1];
       if (!serves(version)) return status(res, 404, "NotFound");
       if (take(write_failures_, res)) return;
-      if (slices_.erase(req.matches[2]) == 0) return status(res, 404, "NotFound");
+      if (!erase_slice(req.matches[2])) return status(res, 404, "NotFound");
       res.set_content(json{{"kind", "Status"}, {"status", "Success"}}.dump(), "application/json");
     });
   }
@@ -544,7 +552,66 @@ class FakeApiServer {
     stored.version = version;
     stored.resource_version = ++slice_rv_;
     stored.uid = "uid-" + std::to_string(stored.resource_version);
+    const bool existed = slices_.count(name) != 0;
     slices_[name] = std::move(stored);
+    record_slice_event(existed ? "MODIFIED" : "ADDED", slices_[name]);
+  }
+  // mu_ held. False when there was no such slice.
+  bool erase_slice(const std::string& name) {
+    auto it = slices_.find(name);
+    if (it == slices_.end()) return false;
+    StoredSlice last = it->second;
+    last.resource_version = ++slice_rv_;
+    record_slice_event("DELETED", last);
+    slices_.erase(it);
+    return true;
+  }
+  // mu_ held. Every change, for watches (which replay those after their resourceVersion).
+  void record_slice_event(const std::string& type, const StoredSlice& slice) {
+    slice_events_.push_back({type, slice});
+    cv_.notify_all();
+  }
+  size_t first_slice_event_after(size_t rv) const {
+    size_t i = slice_events_.size();
+    while (i > 0 && slice_events_[i - 1].slice.resource_version > rv) --i;
+    return i;
+  }
+  // GET ...?watch=1: the events after resourceVersion (all kept ones without it), then each new
+  // one as it happens, in the requested version's shape; ends with end_watches() or the server.
+  void watch_slices(const httplib::Request& req, httplib::Response& res) {
+    std::unique_lock lock(mu_);
+    ++slice_counts_.watches;
+    ++requests_;
+    cv_.notify_all();
+    const std::string version = req.matches[1];
+    if (!serves(version)) return status(res, 404, "NotFound");
+    size_t from = 0;
+    try {
+      from = req.has_param("resourceVersion") ? std::stoul(req.get_param_value("resourceVersion")) : 0;
+    } catch (const std::exception&) {
+      return status(res, 400, "BadRequest");
+    }
+    auto cursor = std::make_shared<size_t>(from);
+    res.set_chunked_content_provider("application/json", [this, cursor, version, epoch = epoch_](size_t,
+                                                                                                 httplib::DataSink& sink) {
+      std::unique_lock stream_lock(mu_);
+      cv_.wait(stream_lock, [&] {
+        return stopping_ || epoch != epoch_ || first_slice_event_after(*cursor) < slice_events_.size();
+      });
+      if (stopping_ || epoch != epoch_) {
+        sink.done();
+        return true;
+      }
+      for (size_t i = first_slice_event_after(*cursor); i < slice_events_.size(); ++i) {
+        const auto& event = slice_events_[i];
+        nlohmann::json object = served_slice(event.slice, version);
+        object.erase("managedFields");
+        const std::string line = nlohmann::json{{"type", event.type}, {"object", object}}.dump() + "\n";
+        if (!sink.write(line.data(), line.size())) return false;
+      }
+      *cursor = slice_events_.back().slice.resource_version;
+      return true;
+    });
   }
   // The stored slice converted to `version` (v1beta1 nests attributes and capacity under "basic"),
   // with the metadata the server adds.
@@ -723,6 +790,11 @@ class FakeApiServer {
   std::map<std::string, StoredSlice> slices_;
   std::map<std::string, nlohmann::json> claims_;  // by namespace/name
   size_t slice_rv_ = 1000;
+  struct SliceEvent {
+    std::string type;
+    StoredSlice slice;  // as it was then (resource_version: the event's)
+  };
+  std::vector<SliceEvent> slice_events_;
   std::vector<std::string> resource_versions_{"v1", "v1beta1"};
   Failures write_failures_, list_failures_;
   size_t page_size_ = 0;

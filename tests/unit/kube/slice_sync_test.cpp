@@ -1,6 +1,7 @@
 // The DRA slice publisher against the fake API server over loopback HTTP: what it creates, updates
 // and deletes, that it writes nothing when nothing changed, conflicts, server errors, stop(),
-// delete_all(); and the API client's POST / PUT / DELETE under the deadline, size and stop rules.
+// delete_all(), the watch that puts back what someone else deleted or edited; and the API client's
+// POST / PUT / DELETE under the deadline, size and stop rules.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -298,6 +299,108 @@ TEST(SliceSync, StopIsImmediateDuringABackoff) {
   const auto t0 = std::chrono::steady_clock::now();
   publisher.stop();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+}
+
+SlicePublisher::Timing fast_watch_timing() {
+  SlicePublisher::Timing t = fast_timing();
+  t.watch.first_backoff = 10ms;
+  t.watch.max_backoff = 50ms;
+  t.watch.min_quiet_watch = 0ms;
+  return t;
+}
+
+// Someone else deletes kgpu's slice, then edits it: with the watch, both are put back at once,
+// with no publish() in between (before the watch, only the next change or registration did it).
+TEST(SliceWatch, ASliceDeletedOrEditedBySomeoneElseIsPutBack) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher publisher(server_of(api), options());
+  publisher.set_timing(fast_watch_timing());
+  publisher.start();
+  publisher.start_watch();
+  const auto pools = pools_of(testing::a100_node(4, 0));
+  publisher.publish(pools);
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  ASSERT_TRUE(test::eventually([&] { return api.slice_counts().watches >= 1; }, 10s));
+  const json ours = written(api, kSlice0);
+
+  api.remove_slice(kSlice0);
+  // Back with the same devices, in the pool's next generation (a rewritten pool always bumps it).
+  ASSERT_TRUE(test::eventually([&] { return written(api, kSlice0)["spec"]["devices"] == ours["spec"]["devices"]; }, 10s))
+      << publisher.state().problem;
+  EXPECT_EQ(written(api, kSlice0)["spec"]["pool"]["generation"], 2);
+
+  json edited = api.slices().at(kSlice0);
+  edited["spec"]["devices"] = json::array();
+  api.put_slice(edited);
+  ASSERT_TRUE(test::eventually([&] { return written(api, kSlice0)["spec"]["devices"] == ours["spec"]["devices"]; }, 10s))
+      << publisher.state().problem;
+  EXPECT_EQ(api.slice_counts().rejected, 0);
+}
+
+// A slice of a driver kgpu does not serve appears on this node (AMD's own DRA driver, say): the
+// watch sees it, and kgpu leaves it alone while it still puts back its own.
+TEST(SliceWatch, OtherDriversSlicesAreIgnored) {
+  test::FakeApiServer api("node-1", {});
+  SliceOptions o = options();
+  o.drivers.amd.clear();
+  o.drivers.intel.clear();
+  SlicePublisher publisher(server_of(api), o);
+  publisher.set_timing(fast_watch_timing());
+  publisher.start();
+  publisher.start_watch();
+  publisher.publish(pools_of(testing::a100_node(2, 0)));
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  ASSERT_TRUE(test::eventually([&] { return api.slice_counts().watches >= 1; }, 10s));
+  // Our own create comes back as an event: one re-read, no write. Wait until that has settled.
+  ASSERT_TRUE(test::eventually([&] { return api.slice_counts().lists >= 2; }, 10s));
+  const auto before = api.slice_counts();
+  json other = api.slices().at(kSlice0);
+  other["metadata"]["name"] = "node-1-gpu.amd.com-0";
+  other["spec"]["driver"] = "gpu.amd.com";
+  api.put_slice(other);
+  // Then one of ours, removed: its re-read is the sync point; the AMD one must have caused nothing.
+  api.remove_slice(kSlice0);
+  ASSERT_TRUE(test::eventually([&] { return api.slices().count(kSlice0) == 1; }, 10s));
+  EXPECT_EQ(api.slices().count("node-1-gpu.amd.com-0"), 1u);  // left alone
+  EXPECT_EQ(api.slice_counts().creates, before.creates + 1);
+}
+
+TEST(SliceWatch, StopEndsTheWatchAtOnce) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher publisher(server_of(api), options());
+  publisher.set_timing(fast_watch_timing());
+  publisher.start();
+  publisher.start_watch();
+  publisher.publish(pools_of(testing::a100_node(1, 0)));
+  ASSERT_TRUE(test::eventually([&] { return api.slice_counts().watches >= 1; }, 10s));
+  const auto start = std::chrono::steady_clock::now();
+  publisher.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+TEST(SliceWatchEvent, ParsesTheHeadAndTheDriver_WrongTypesAreErrors) {
+  const json slice = {{"metadata", {{"name", "s"}, {"resourceVersion", "42"}}},
+                      {"spec", {{"driver", "gpu.nvidia.com"}, {"nodeName", "node-1"}, {"pool", {{"name", "node-1"}}}}}};
+  auto deleted = kube::parse_slice_watch_event(json{{"type", "DELETED"}, {"object", slice}}.dump());
+  ASSERT_TRUE(deleted.ok()) << deleted.error().message;
+  EXPECT_EQ(deleted->type, "DELETED");
+  EXPECT_EQ(deleted->resource_version, "42");
+  EXPECT_EQ(deleted->driver, "gpu.nvidia.com");
+  auto bookmark = kube::parse_slice_watch_event(R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}})");
+  ASSERT_TRUE(bookmark.ok());
+  EXPECT_EQ(bookmark->resource_version, "7");
+  EXPECT_TRUE(bookmark->driver.empty());
+  auto gone = kube::parse_slice_watch_event(R"({"type":"ERROR","object":{"kind":"Status","code":410}})");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->error_code, 410);
+  json bad = slice;
+  bad["spec"]["driver"] = 5;
+  auto wrong = kube::parse_slice_watch_event(json{{"type", "MODIFIED"}, {"object", bad}}.dump());
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message.find("object.spec.driver is a number"), std::string::npos) << wrong.error().message;
+  EXPECT_FALSE(kube::parse_slice_watch_event(R"({"type":"RENAMED","object":{}})").ok());
+  EXPECT_FALSE(kube::parse_slice_watch_event(R"({"type":"ERROR","object":{"code":"x"}})").ok());
+  EXPECT_FALSE(kube::parse_slice_watch_event("not json").ok());
 }
 
 TEST(ApiClientWrites, DeadlineSizeLimitAndStopHoldForWrites) {
