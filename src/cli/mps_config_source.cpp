@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "dra/api_share.h"
 #include "mps/daemon_spec.h"
 #include "nvml/discovery.h"
 #include "nvml/nvml_library.h"
@@ -28,7 +29,12 @@ Result<std::vector<MpsDaemonSpec>> mps_resource_specs(const Config& config) {
   options.dev_root = config.dev_root();
   auto inventory = discover_nvidia(**nvml, options);
   if (!inventory) return inventory.error();
-  const auto plan = kgpu::plan(config, *inventory);
+  auto plan = kgpu::plan(config, *inventory);
+  // The plugin's split between the two APIs: GPUs the DRA driver owns are no device-plugin MPS
+  // resource's (their claims get daemons of their own), so their limits stay out of its daemon.
+  if (config.dra.enabled)
+    plan = config.dra.device_plugin ? dra::without_owned(std::move(plan), dra::dra_share(*inventory, config.dra).owned)
+                                    : ResourcePlan{{}, std::move(plan.problems)};
   for (const auto& p : plan.problems) spdlog::warn("{}", p);
   return mps_daemon_specs(config, *inventory, plan);
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "core/safe_file.h"
@@ -63,8 +64,8 @@ Status ClaimMps::start(const MpsClaimRequest& request) const {
     return Error::unavailable("cannot ask for the claim's MPS control daemon: " + st.error().message);
   auto ready = wait_ready(request.claim_uid);
   if (!ready && !existed) ::unlink(file.c_str());
-  if (ready) spdlog::info("DRA: claim {}'s MPS control daemon is ready ({} GPUs)", request.claim_uid,
-                          request.visible_devices.size());
+  if (ready) spdlog::info("DRA: claim {}'s MPS control daemon is ready (GPUs: {})", request.claim_uid,
+                          fmt::join(request.visible_devices, ","));
   return ready;
 }
 

@@ -121,5 +121,28 @@ TEST_F(MpsE2E, TheMpsDaemonFollowsAConfigChangeWithThePlugin) {
   EXPECT_EQ(daemon.wait_exit(20s), 0) << daemon.stderr_text();
 }
 
+// With DRA owning GPUs 0 and 1, the device-plugin MPS resource has the other six, and so has its
+// daemon: no limits for the DRA GPUs (the plugin makes the same split).
+TEST_F(MpsE2E, WithDraTheResourcesDaemonCoversOnlyTheDevicePluginsGpus) {
+  const std::string mps_root = work.file("mps");
+  const std::string config = work.write("mps.yaml", "version: v1\nflags:\n  mpsRoot: " + mps_root +
+                                                        "\nsharing:\n  mps:\n    resources:\n"
+                                                        "    - name: nvidia.com/gpu\n      replicas: 4\n");
+  const FakeNode node = make_fake_node("dgx-a100.yaml", work.file("node-mps"));
+  ProcessOptions daemon_options;
+  daemon_options.argv = {kgpu_binary(), "mps-daemon", "--config-file", config, "--sysfs-root", node.sysfs_root,
+                         "--proc-root", node.proc_root, "--dev-root", node.dev_root, "--mps-control-binary",
+                         std::string(KGPU_FIXTURES_DIR) + "/mps/nvidia-cuda-mps-control", "--dra", "--dra-gpus", "0,1"};
+  daemon_options.env = fake_nvml_env(node);
+  ChildProcess daemon(daemon_options, work.path(), "mps-daemon");
+  ASSERT_TRUE(wait_until([&] { return mps_marker_live(mps_root + "/nvidia.com/gpu/.ready"); }, 20s))
+      << daemon.stderr_text();
+  const std::string control_log = read_file(mps_root + "/nvidia.com/gpu/log/fake-control.log");
+  EXPECT_EQ(count_of(control_log, "command set_default_device_pinned_mem_limit "), 6u) << control_log;
+  EXPECT_EQ(count_of(control_log, "command set_default_device_pinned_mem_limit 0 "), 0u) << control_log;
+  EXPECT_EQ(count_of(control_log, "command set_default_device_pinned_mem_limit 1 "), 0u) << control_log;
+  EXPECT_EQ(count_of(control_log, "command set_default_device_pinned_mem_limit 2 "), 1u) << control_log;
+}
+
 }  // namespace
 }  // namespace kgpu::test

@@ -3,8 +3,6 @@
 // fake nvidia-cuda-mps-control (tests/fixtures/mps). Waits are inotify-driven with deadlines.
 #include <gtest/gtest.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +20,7 @@
 #include "mps/readiness.h"
 #include "mps/supervisor.h"
 #include "plan/mps_paths.h"
+#include "support/folder_wait.h"
 
 namespace kgpu {
 namespace {
@@ -92,24 +91,7 @@ TEST(MpsClaimRequest, EveryBadFieldIsRefusedByName) {
 
 // Waits until cond() holds, woken by changes in `dir` (created if missing), at most `limit`.
 bool wait_until(const fs::path& dir, const std::function<bool()>& cond, std::chrono::milliseconds limit = 10s) {
-  fs::create_directories(dir);
-  const int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  inotify_add_watch(fd, dir.c_str(), IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_DELETE_SELF);
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  bool ok = cond();
-  while (!ok) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) > 0) {
-      char buf[4096];
-      while (::read(fd, buf, sizeof buf) > 0) {
-      }
-    }
-    ok = cond();
-  }
-  ::close(fd);
-  return ok;
+  return test::wait_in_folders({dir}, cond, limit);
 }
 
 class ClaimRequestFolderTest : public ::testing::Test {

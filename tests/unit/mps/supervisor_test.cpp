@@ -4,9 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/inotify.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -20,6 +18,7 @@
 #include <thread>
 
 #include "mps/process.h"
+#include "support/folder_wait.h"
 #include "mps/readiness.h"
 #include "mps/supervisor.h"
 
@@ -46,27 +45,10 @@ size_t count_lines_starting(const std::string& text, const std::string& prefix) 
   return n;
 }
 
-// Waits until cond() holds, waking on any change in `dirs` (which must exist), at most `limit`.
+// Waits until cond() holds, waking on any change in `dirs`, at most `limit`.
 bool wait_until(const std::vector<fs::path>& dirs, const std::function<bool()>& cond,
                 std::chrono::milliseconds limit = 10s) {
-  const int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  for (const auto& d : dirs)
-    inotify_add_watch(fd, d.c_str(), IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE);
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  bool ok = cond();
-  while (!ok) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) > 0) {
-      char buf[4096];
-      while (::read(fd, buf, sizeof buf) > 0) {
-      }
-    }
-    ok = cond();
-  }
-  ::close(fd);
-  return ok;
+  return test::wait_in_folders(dirs, cond, limit);
 }
 
 class SupervisorTest : public ::testing::Test {
