@@ -24,8 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr size_t kFailureNoteLimit = 2048;
-
 bool exists_no_follow(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
@@ -97,7 +95,7 @@ Status ClaimMps::wait_ready(const std::string& claim_uid) const {
       if (!watching) return Error::unavailable("cannot watch " + dir + ": " + std::strerror(errno));
     }
     if (mps_marker_live(marker)) return ok_status();
-    if (auto failed = read_regular_file(note, kFailureNoteLimit, FollowLinks::No))
+    if (auto failed = read_regular_file(note, kMpsFailureNoteMaxBytes, FollowLinks::No))
       return Error::precondition("the claim's MPS control daemon could not start: " + trimmed(*failed));
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0)

@@ -247,7 +247,12 @@ class Preparer {
     daemon.active_thread_percentage = percentage;
     std::vector<std::string> limits;
     for (size_t ordinal = 0; ordinal < order.size(); ++ordinal) {
-      daemon.visible_devices.push_back(in_.inventory.gpus[order[ordinal]].uuid);
+      const std::string& uuid = in_.inventory.gpus[order[ordinal]].uuid;
+      if (!is_cuda_device_id(uuid))
+        return Error::invalid(who_ + ": GPU UUID " + quote_text(uuid) +
+                              " cannot name the GPU to an MPS daemon (CUDA_VISIBLE_DEVICES takes letters, digits "
+                              "and dashes)");
+      daemon.visible_devices.push_back(uuid);
       if (auto it = pinned.find(order[ordinal]); it != pinned.end()) {
         // Whole MiB, as MPS takes them; a limit under 1 MiB is 1 MiB rather than "no limit".
         const uint64_t mib = std::max<uint64_t>(1, it->second >> 20);

@@ -49,7 +49,7 @@ Result<std::vector<std::string>> parse_devices(const json& doc) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (const auto& d : *it) {
-    if (!d.is_string() || !is_id(d.get<std::string>()))
+    if (!d.is_string() || !is_cuda_device_id(d.get<std::string>()))
       return Error::invalid("MPS claim request: visibleDevices entry " + shown(d) +
                             " is not 1 to 128 letters, digits and dashes");
     if (!seen.insert(d.get<std::string>()).second)
@@ -122,6 +122,7 @@ std::string join_commas(const std::vector<std::string>& items) {
 }  // namespace
 
 bool is_safe_claim_uid(std::string_view uid) { return is_id(uid); }
+bool is_cuda_device_id(std::string_view id) { return is_id(id); }
 
 std::string mps_claim_requests_dir(const std::string& mps_root) { return mps_resource_dir(mps_root, "dra-requests"); }
 
@@ -153,7 +154,8 @@ std::string render_mps_claim_request(const MpsClaimRequest& request) {
     for (const auto& [ordinal, mib] : request.pinned_mib) limits[std::to_string(ordinal)] = mib;
     doc["pinnedDeviceMemoryLimitsMiB"] = std::move(limits);
   }
-  return doc.dump(2) + "\n";
+  // Total even for text that is not UTF-8 (a request prepare_claim refuses such IDs before).
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 Result<MpsClaimRequest> parse_mps_claim_request(std::string_view text) {

@@ -32,13 +32,17 @@ struct MpsClaimRequest {
   bool operator==(const MpsClaimRequest&) const = default;
 };
 
-// Bounds of a request (and of what the parser accepts).
+// Bounds of a request (and of what the parser accepts), and of a failure note (written and read).
 inline constexpr size_t kMpsClaimRequestMaxBytes = size_t{64} << 10;
+inline constexpr size_t kMpsFailureNoteMaxBytes = 1024;
 inline constexpr size_t kMpsClaimMaxDevices = 64;
 inline constexpr uint64_t kMpsClaimMaxPinnedMib = uint64_t{1} << 30;  // 1 PiB
 
 // A claim UID as it names files and CDI devices: 1..128 letters, digits and dashes.
 bool is_safe_claim_uid(std::string_view uid);
+// A GPU UUID as CUDA_VISIBLE_DEVICES can list it (comma-separated): the same alphabet. NVML's
+// "GPU-<hex>-..." UUIDs are; anything else a broken driver reports is refused before it is sent.
+bool is_cuda_device_id(std::string_view id);
 
 std::string mps_claim_requests_dir(const std::string& mps_root);  // <mpsRoot>/dra-requests
 std::string mps_claim_request_file(const std::string& mps_root, const std::string& claim_uid);

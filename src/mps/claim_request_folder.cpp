@@ -20,7 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr size_t kFailureNoteLimit = 1024;
 constexpr size_t kMaxRequests = 4096;  // far above the claims a node can prepare; bounds a flood
 
 std::vector<std::string> request_file_names(const std::string& dir) {
@@ -39,7 +38,7 @@ std::vector<std::string> request_file_names(const std::string& dir) {
 }  // namespace
 
 void write_failure_note(const std::string& path, const std::string& message) {
-  std::string line = message.substr(0, kFailureNoteLimit);
+  std::string line = message.substr(0, kMpsFailureNoteMaxBytes - 1);  // with its newline
   std::replace(line.begin(), line.end(), '\n', ' ');
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);

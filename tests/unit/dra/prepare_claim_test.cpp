@@ -260,6 +260,13 @@ TEST(DraPrepare, ConfigsKgpuCannotHonourAreErrors) {
                                            opaque_config(gpu_sharing({{"strategy", "MPS"}, {"mpsConfig", {{"defaultActiveThreadPercentage", 20}}}}), {"b"})}));
   n.config.mps_root = "/run/kgpu/mps";
   EXPECT_NE(n.error(two).find("two MPS active thread percentages"), std::string::npos);
+
+  // A driver that reports a UUID CUDA_VISIBLE_DEVICES cannot carry (a comma would name two GPUs):
+  // the MPS claim is refused by name, instead of a daemon that sees the wrong GPUs.
+  n.inventory.gpus[1].uuid = "GPU-1,GPU-2";
+  n.republish();
+  EXPECT_NE(n.error(with(gpu_name(n.inventory, 1), mps)).find("GPU UUID \"GPU-1,GPU-2\" cannot name the GPU"),
+            std::string::npos);
 }
 
 }  // namespace
