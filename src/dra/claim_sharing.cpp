@@ -77,9 +77,10 @@ Status ClaimSharing::apply(const std::vector<PreparedClaim>& prepared, const Pre
 }
 
 Status ClaimSharing::undo(const std::vector<PreparedClaim>& remaining, const PreparedClaim& released) const {
-  Status mps = released.mps ? mps_.stop(released.ref.uid) : ok_status();
-  Status slices = run_all(time_slices_to_reset(remaining, released));
-  return mps ? slices : mps;
+  // Both are undone whatever the other did; the first failure is the one reported.
+  const Status mps = released.mps ? mps_.stop(released.ref.uid) : ok_status();
+  const Status slices = run_all(time_slices_to_reset(remaining, released));
+  return mps.ok() ? slices : mps;
 }
 
 Status ClaimSharing::run_all(const std::vector<TimeSliceSetting>& settings) const {

@@ -199,18 +199,30 @@ class Preparer {
     if (mps.empty()) return std::nullopt;
     if (in_.config.mps_root.empty())
       return Error::invalid(who_ + " asks for MPS sharing, but kgpu runs without --mps-root");
+    auto limits = mps_limits(mps);
+    if (!limits) return limits.error();
+    auto request = mps_request(*limits);
+    if (!request) return request.error();
+    out.mps = std::move(*request);
+    return std::nullopt;
+  }
 
+  // The one thread percentage and the pinned memory per GPU that the claim's MPS configs ask for.
+  struct MpsLimits {
     std::optional<int> percentage;
     std::map<size_t, uint64_t> pinned;  // by position in Inventory::gpus
+  };
+  Result<MpsLimits> mps_limits(const std::vector<const ClaimDevice*>& mps) const {
+    MpsLimits out;
     for (const ClaimDevice* d : mps) {
       const MpsConfig& c = d->sharing.mps;
       if (c.active_thread_percentage) {
-        if (percentage && *percentage != *c.active_thread_percentage)
-          return Error::invalid(who_ + " asks for two MPS active thread percentages (" + std::to_string(*percentage) +
+        if (out.percentage && *out.percentage != *c.active_thread_percentage)
+          return Error::invalid(who_ + " asks for two MPS active thread percentages (" + std::to_string(*out.percentage) +
                                 " and " + std::to_string(*c.active_thread_percentage) + "); one claim has one MPS daemon");
-        percentage = c.active_thread_percentage;
+        out.percentage = c.active_thread_percentage;
       }
-      if (c.pinned_memory_bytes) pinned[d->backing.gpu] = *c.pinned_memory_bytes;
+      if (c.pinned_memory_bytes) out.pinned[d->backing.gpu] = *c.pinned_memory_bytes;
     }
     // Per-device limits name a GPU of the claim by NVML index or UUID; they override the default.
     for (const ClaimDevice* d : mps)
@@ -222,18 +234,21 @@ class Preparer {
         if (target == mps.end())
           return Error::invalid(who_ + ": defaultPerDevicePinnedMemoryLimit names " + quote_text(key) +
                                 ", which is not an MPS-shared GPU of this claim (give its index or UUID)");
-        pinned[(*target)->backing.gpu] = limit.second;
+        out.pinned[(*target)->backing.gpu] = limit.second;
       }
-    for (const auto& [g, bytes] : pinned) {
+    for (const auto& [g, bytes] : out.pinned) {
       const Gpu& gpu = in_.inventory.gpus[g];
       if (gpu.memory_bytes != 0 && bytes > gpu.memory_bytes)
         return Error::invalid(who_ + ": MPS pinned memory limit of " + std::to_string(bytes) + " bytes for " +
                               gpu.uuid + " exceeds its " + std::to_string(gpu.memory_bytes) + " bytes");
     }
+    return out;
+  }
 
-    // The claim's daemon sees the claim's full GPUs only, in the order CUDA inside the container
-    // enumerates them (PCI bus order), so one ordinal means the same GPU to the daemon's limits and
-    // to the clients' CUDA_MPS_PINNED_DEVICE_MEM_LIMIT.
+  // What `kgpu mps-daemon` is asked to run, and the clients' edits. The daemon sees the claim's full
+  // GPUs only, in the order CUDA inside the container enumerates them (PCI bus order), so one
+  // ordinal means the same GPU to the daemon's limits and to the clients' CUDA_MPS_PINNED_DEVICE_MEM_LIMIT.
+  Result<MpsClaimRequest> mps_request(const MpsLimits& limits) {
     std::vector<size_t> order;
     for (const auto& d : devices_)
       if (!d.mig && d.gpu->vendor == Vendor::Nvidia) order.push_back(d.backing.gpu);
@@ -244,8 +259,8 @@ class Preparer {
     order.erase(std::unique(order.begin(), order.end()), order.end());
     MpsClaimRequest daemon;
     daemon.claim_uid = claim_.ref.uid;
-    daemon.active_thread_percentage = percentage;
-    std::vector<std::string> limits;
+    daemon.active_thread_percentage = limits.percentage;
+    std::vector<std::string> client_limits;
     for (size_t ordinal = 0; ordinal < order.size(); ++ordinal) {
       const std::string& uuid = in_.inventory.gpus[order[ordinal]].uuid;
       if (!is_cuda_device_id(uuid))
@@ -253,24 +268,22 @@ class Preparer {
                               " cannot name the GPU to an MPS daemon (CUDA_VISIBLE_DEVICES takes letters, digits "
                               "and dashes)");
       daemon.visible_devices.push_back(uuid);
-      if (auto it = pinned.find(order[ordinal]); it != pinned.end()) {
+      if (auto it = limits.pinned.find(order[ordinal]); it != limits.pinned.end()) {
         // Whole MiB, as MPS takes them; a limit under 1 MiB is 1 MiB rather than "no limit".
         const uint64_t mib = std::max<uint64_t>(1, it->second >> 20);
         daemon.pinned_mib[static_cast<int>(ordinal)] = mib;
-        limits.push_back(std::to_string(ordinal) + "=" + std::to_string(mib) + "M");
+        client_limits.push_back(std::to_string(ordinal) + "=" + std::to_string(mib) + "M");
       }
     }
-
     // The client side, as kgpu's device-plugin MPS path sets it: the pipe, shared memory, limits.
     const std::string resource = mps_claim_resource(claim_.ref.uid);
     const std::string pipe = mps_container_pipe_dir(resource);
     mps_edits_.envs["CUDA_MPS_PIPE_DIRECTORY"] = pipe;
     mps_edits_.mounts.push_back({pipe, mps_pipe_dir(in_.config.mps_root, resource), false});
     mps_edits_.mounts.push_back({"/dev/shm", mps_shm_dir(in_.config.mps_root), false});
-    if (percentage) mps_edits_.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(*percentage);
-    if (!limits.empty()) mps_edits_.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = join(limits, ',');
-    out.mps = std::move(daemon);
-    return std::nullopt;
+    if (limits.percentage) mps_edits_.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(*limits.percentage);
+    if (!client_limits.empty()) mps_edits_.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = join(client_limits, ',');
+    return daemon;
   }
 
   json spec(const PreparedClaim& claim) const {

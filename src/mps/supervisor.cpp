@@ -221,9 +221,12 @@ void MpsSupervisor::follow(MpsDaemonSource& source, int stop_fd) {
   auto wanted = source.wanted();
   if (!wanted) return;
   for (auto it = daemons_.begin(); it != daemons_.end();) {
-    auto same = std::find(wanted->begin(), wanted->end(), it->spec);
-    if (it->source != &source || same != wanted->end()) {
-      if (it->source == &source) wanted->erase(same);  // running as wanted
+    if (it->source != &source) {
+      ++it;
+      continue;
+    }
+    if (auto same = std::find(wanted->begin(), wanted->end(), it->spec); same != wanted->end()) {
+      wanted->erase(same);  // running as wanted
       ++it;
       continue;
     }

@@ -17,6 +17,7 @@
 #include "mps/readiness.h"
 #include "mps/supervisor.h"
 #include "plan/mps_paths.h"
+#include "support/test_folder.h"
 
 namespace kgpu::dra {
 namespace {
@@ -31,10 +32,7 @@ MpsClaimRequest request() { return MpsClaimRequest{kUid, {"GPU-00000000-0000-400
 class ClaimMpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / ("kgpu-claim-mps-" + std::to_string(::getpid()) + "-" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+    root_ = test::fresh_test_folder("kgpu-claim-mps");
     ASSERT_EQ(::pipe2(stop_, O_CLOEXEC), 0);
   }
   void TearDown() override {

@@ -21,6 +21,7 @@
 #include "mps/supervisor.h"
 #include "plan/mps_paths.h"
 #include "support/folder_wait.h"
+#include "support/test_folder.h"
 
 namespace kgpu {
 namespace {
@@ -97,10 +98,7 @@ bool wait_until(const fs::path& dir, const std::function<bool()>& cond, std::chr
 class ClaimRequestFolderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / ("kgpu-mps-claims-" + std::to_string(::getpid()) + "-" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+    root_ = test::fresh_test_folder("kgpu-mps-claims");
     ASSERT_EQ(::pipe2(stop_, O_CLOEXEC), 0);
   }
   void TearDown() override {

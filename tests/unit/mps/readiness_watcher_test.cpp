@@ -14,6 +14,7 @@
 #include "mps/readiness.h"
 #include "mps/readiness_watcher.h"
 #include "plan/mps_paths.h"
+#include "support/test_folder.h"
 
 namespace kgpu {
 namespace {
@@ -24,9 +25,7 @@ using namespace std::chrono_literals;
 class ReadinessWatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / ("kgpu-ready-" + std::to_string(::getpid()) + "-" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    root_ = test::fresh_test_folder("kgpu-ready");
     config_.mps_root = root_.string();
     marker_ = mps_ready_marker(config_.mps_root, "nvidia.com/gpu");
     fs::create_directories(fs::path(marker_).parent_path());

@@ -18,9 +18,10 @@
 #include <thread>
 
 #include "mps/process.h"
-#include "support/folder_wait.h"
 #include "mps/readiness.h"
 #include "mps/supervisor.h"
+#include "support/folder_wait.h"
+#include "support/test_folder.h"
 
 namespace kgpu {
 namespace {
@@ -54,9 +55,7 @@ bool wait_until(const std::vector<fs::path>& dirs, const std::function<bool()>& 
 class SupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / ("kgpu-mps-" + std::to_string(::getpid()) + "-" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    root_ = test::fresh_test_folder("kgpu-mps");
     spec_.resource = "nvidia.com/gpu";
     spec_.pipe_dir = (root_ / "nvidia.com/gpu/pipe").string();
     spec_.log_dir = (root_ / "nvidia.com/gpu/log").string();
