@@ -14,7 +14,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
   python3 python3-yaml
-  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev golang-github-xeipuuv-gojsonschema-dev
 )
 
 missing=()

@@ -9,6 +9,7 @@
 #                                                  expectations only (values whose objects have no offline schema)
 #   validate-deploy.sh dockerfile                  structure and file/package checks of deploy/Dockerfile
 #   validate-deploy.sh negative RENDERER           the checkers reject known-bad inputs (they can fail)
+#   validate-deploy.sh notes RENDERER              the chart's NOTES.txt (NFD warning, labels-only mode)
 # Tools: node + tests/deploy/node_modules (scripts/install-deploy-deps.sh), python3, and the
 # helm-render binary built from tests/deploy/helm-render by CMake.
 set -euo pipefail
@@ -100,6 +101,33 @@ case "$mode" in
       node "$deploy_tests/check-expectations.js" "$rendered" "$deploy_tests/expect/$(basename "$values" .yaml).txt"
     done
     ;;
+  notes)
+    # What `helm install` prints: a warning when the labels need node-feature-discovery and the
+    # cluster serves no NFD API (helm-render --api-versions plays the cluster's API list).
+    renderer="$2"
+    with_labels="$chart/examples/mps-labels-metrics.yaml"
+    warning="WARNING: node labels need node-feature-discovery"
+    notes="$("$renderer" --notes -f "$with_labels" --name kgpu --namespace kube-system "$chart")"
+    if ! grep -qF "$warning" <<<"$notes"; then
+      echo "FAIL: NOTES lack the NFD warning without an NFD API:" >&2; echo "$notes" >&2; exit 1
+    fi
+    notes="$("$renderer" --notes --api-versions nfd.k8s-sigs.io/v1alpha1 -f "$with_labels" --name kgpu --namespace kube-system "$chart")"
+    if grep -qF "$warning" <<<"$notes"; then
+      echo "FAIL: NOTES warn about NFD although the cluster serves its API:" >&2; echo "$notes" >&2; exit 1
+    fi
+    notes="$("$renderer" --notes -f "$chart/examples/default.yaml" --name kgpu --namespace kube-system "$chart")"
+    if grep -qF "$warning" <<<"$notes"; then
+      echo "FAIL: NOTES warn about NFD without gfd.enabled:" >&2; echo "$notes" >&2; exit 1
+    fi
+    if ! grep -qF "kgpu devices --live" <<<"$notes"; then
+      echo "FAIL: NOTES do not say how to check the node:" >&2; echo "$notes" >&2; exit 1
+    fi
+    notes="$("$renderer" --notes -f "$chart/examples/labels-only.yaml" --name kgpu --namespace kube-system "$chart")"
+    if ! grep -qF "Labels only (devicePlugin.enabled: false)" <<<"$notes"; then
+      echo "FAIL: NOTES do not say the pods only write labels:" >&2; echo "$notes" >&2; exit 1
+    fi
+    echo "ok: NOTES"
+    ;;
   dockerfile)
     python3 "$deploy_tests/lint_dockerfile.py" "$root"
     ;;
@@ -125,6 +153,26 @@ case "$mode" in
       "$renderer" -f "$deploy_tests/bad/values-dra-bad-driver.yaml" "$chart"
     expect_failure "unknown DRA vendor" "dra.vendors" "\"habana\" is not nvidia, amd or intel" -- \
       "$renderer" -f "$deploy_tests/bad/values-dra-bad-vendor.yaml" "$chart"
+    # values.schema.json refuses unknown keys and wrong types (Helm validates it before rendering);
+    # NVIDIA chart keys kgpu cannot honour fail with what to use instead (issue 30).
+    expect_failure "misspelled key" "values don't meet the specifications" \
+      "Additional property migStrategyy is not allowed" -- \
+      "$renderer" -f "$deploy_tests/bad/values-unknown-key.yaml" "$chart"
+    expect_failure "wrong type" "metrics.port: Invalid type. Expected: integer, given: string" -- \
+      "$renderer" -f "$deploy_tests/bad/values-wrong-type.yaml" "$chart"
+    expect_failure "NVIDIA's nfd subchart values" "does not bundle node-feature-discovery" \
+      "helm install nfd oci://registry.k8s.io/nfd/charts/node-feature-discovery" -- \
+      "$renderer" -f "$deploy_tests/bad/values-nvidia-nfd.yaml" "$chart"
+    expect_failure "no device plugin and no labels" "deploys nothing" "gfd.enabled: true for labels only" -- \
+      "$renderer" -f "$deploy_tests/bad/values-nothing-deployed.yaml" "$chart"
+    expect_failure "NVIDIA's GFD DaemonSet name" "kgpu has no separate GFD DaemonSet" "use nameOverride" -- \
+      "$renderer" -f "$deploy_tests/bad/values-gfd-name.yaml" "$chart"
+    expect_failure "legacy DaemonSet API" "apps/v1 DaemonSets only" -- \
+      "$renderer" -f "$deploy_tests/bad/values-legacy-api.yaml" "$chart"
+    expect_failure "allowDefaultNamespace: false in default" "refused by allowDefaultNamespace: false" -- \
+      "$renderer" -f "$deploy_tests/bad/values-default-namespace.yaml" --namespace default "$chart"
+    "$renderer" -f "$deploy_tests/bad/values-default-namespace.yaml" --namespace kube-system "$chart" >/dev/null
+    echo "ok: allowDefaultNamespace: false renders into kube-system"
     expect_failure "MPS layouts" 'no container runs "mps-daemon"' "is not a host folder mounted at the same path" \
       "env CONFIG_FILE differs" "has no /dev/shm mount" -- validate "$deploy_tests/bad/mps-daemonset.yaml"
     out="$(mktemp -d)"

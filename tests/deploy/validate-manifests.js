@@ -71,17 +71,26 @@ function podRules(where, spec) {
       const drop = ((sc.capabilities || {}).drop || []);
       if (!drop.includes('ALL')) report(cw, 'capabilities.drop must include ALL');
     }
-    // The kgpu daemon containers: `kgpu plugin`, and `kgpu mps-daemon` next to it for MPS.
-    if (!Array.isArray(c.args) || !['plugin', 'mps-daemon'].includes(c.args[0])) {
-      report(cw, 'args must start with "plugin" or "mps-daemon"');
+    // The kgpu daemon containers: `kgpu plugin`, and `kgpu mps-daemon` next to it for MPS; or,
+    // with no device plugin (the chart's devicePlugin.enabled: false), `kgpu labels --daemon` alone.
+    const labeller = Array.isArray(c.args) && c.args[0] === 'labels';
+    if (labeller) {
+      if (!c.args.includes('--daemon')) report(cw, 'a labels container must run "labels --daemon"');
+      if (!(c.env || []).some((e) => e.name === 'GFD_OUTPUT_FILE')) report(cw, 'a labels container needs GFD_OUTPUT_FILE');
+    } else if (!Array.isArray(c.args) || !['plugin', 'mps-daemon'].includes(c.args[0])) {
+      report(cw, 'args must start with "plugin", "mps-daemon" or "labels"');
     }
   }
+  const labelsOnly = (spec.containers || []).every((c) => Array.isArray(c.args) && c.args[0] === 'labels');
   mpsRules(where, spec, volumes);
   for (const name of volumes.keys()) {
     if (!mounted.has(name)) report(where, `volume ${name} is never mounted`);
   }
   const hostPaths = (spec.volumes || []).filter((v) => v.hostPath).map((v) => v.hostPath.path);
-  if (!hostPaths.includes('/var/lib/kubelet/device-plugins')) {
+  if (labelsOnly) {
+    // The labeller serves nothing to the kubelet: its only host folders are NFD's and /sys.
+    if (hostPaths.includes('/var/lib/kubelet/device-plugins')) report(where, 'a labels-only pod mounts the device-plugins folder');
+  } else if (!hostPaths.includes('/var/lib/kubelet/device-plugins')) {
     report(where, 'the kubelet device-plugins folder is not mounted');
   }
   const tolerates = (spec.tolerations || []).some((t) => t.key === 'nvidia.com/gpu' && t.operator === 'Exists');

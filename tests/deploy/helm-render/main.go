@@ -3,11 +3,18 @@
 // text/template with the Sprig function library (Debian: golang-github-masterminds-sprig-dev),
 // plus Helm's own additions (include, tpl, required, toYaml, fromYaml, toJson, lookup).
 //
-// Limitations compared with real Helm, stated so nobody trusts more than is there: no
-// subcharts, no .Files, no hooks, no values.schema.json, `lookup` always returns an empty map,
-// and --set is not supported (use values files).
+// Like Helm 3, it validates the merged values against the chart's values.schema.json (with the
+// JSON-schema library Helm 3 used, xeipuuv/gojsonschema; Debian: golang-github-xeipuuv-gojsonschema-dev)
+// before rendering, and reports a failure in Helm's words. NOTES.txt is rendered only with --notes
+// (then it is all that is printed), as `helm install` shows it; `helm template` leaves it out.
+// .Capabilities.APIVersions.Has answers from --api-versions (Helm's `helm template --api-versions`).
 //
-// Usage: helm-render [-f values.yaml]... [--name NAME] [--namespace NS] CHART_DIR
+// Limitations compared with real Helm, stated so nobody trusts more than is there: no
+// subcharts, no .Files, no hooks, `lookup` always returns an empty map, and --set is not
+// supported (use values files).
+//
+// Usage: helm-render [-f values.yaml]... [--name NAME] [--namespace NS] [--api-versions GROUP/VERSION]...
+//                    [--notes] CHART_DIR
 package main
 
 import (
@@ -23,8 +30,51 @@ import (
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
+	"github.com/xeipuuv/gojsonschema"
 	"gopkg.in/yaml.v3"
 )
+
+// apiVersions is .Capabilities.APIVersions: Has("group/version") or Has("group/version/Kind").
+type apiVersions []string
+
+func (a apiVersions) Has(v string) bool {
+	for _, x := range a {
+		if x == v || strings.HasPrefix(x, v+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// validateSchema checks values against CHART_DIR/values.schema.json when it exists, as Helm 3 does
+// before rendering, and words a failure as Helm does.
+func validateSchema(chartDir, chartName string, values map[string]interface{}) error {
+	schema, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// Through JSON, so that the YAML decoder's types are plain JSON types.
+	doc, err := json.Marshal(values)
+	if err != nil {
+		return err
+	}
+	result, err := gojsonschema.Validate(gojsonschema.NewBytesLoader(schema), gojsonschema.NewBytesLoader(doc))
+	if err != nil {
+		return fmt.Errorf("values.schema.json: %w", err)
+	}
+	if result.Valid() {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("values don't meet the specifications of the schema(s) in the following chart(s):\n" + chartName + ":\n")
+	for _, e := range result.Errors() {
+		fmt.Fprintf(&b, "- %s\n", e)
+	}
+	return errors.New(strings.TrimSuffix(b.String(), "\n"))
+}
 
 type valueFiles []string
 
@@ -80,18 +130,21 @@ func main() {
 	name := flag.String("name", "release", "release name")
 	namespace := flag.String("namespace", "default", "release namespace")
 	kubeVersion := flag.String("kube-version", "v1.30.0", "Capabilities.KubeVersion")
+	var apis valueFiles
+	flag.Var(&apis, "api-versions", "an API version the cluster serves (repeatable), for .Capabilities.APIVersions.Has")
+	notes := flag.Bool("notes", false, "print the rendered NOTES.txt (what `helm install` shows) instead of the manifests")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: helm-render [-f values.yaml]... [--name N] [--namespace NS] CHART_DIR")
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), files, *name, *namespace, *kubeVersion); err != nil {
+	if err := run(flag.Arg(0), files, *name, *namespace, *kubeVersion, apiVersions(apis), *notes); err != nil {
 		fmt.Fprintln(os.Stderr, "helm-render:", err)
 		os.Exit(1)
 	}
 }
 
-func run(chartDir string, files []string, name, namespace, kubeVersion string) error {
+func run(chartDir string, files []string, name, namespace, kubeVersion string, apis apiVersions, notes bool) error {
 	chart, err := readYAMLMap(filepath.Join(chartDir, "Chart.yaml"))
 	if err != nil {
 		return err
@@ -112,6 +165,10 @@ func run(chartDir string, files []string, name, namespace, kubeVersion string) e
 		}
 		values = coalesce(values, user)
 	}
+	chartName, _ := chart["name"].(string)
+	if err := validateSchema(chartDir, chartName, values); err != nil {
+		return err
+	}
 
 	str := func(k string) string { s, _ := chart[k].(string); return s }
 	top := map[string]interface{}{
@@ -125,6 +182,7 @@ func run(chartDir string, files []string, name, namespace, kubeVersion string) e
 		},
 		"Capabilities": map[string]interface{}{
 			"KubeVersion": map[string]interface{}{"Version": kubeVersion, "GitVersion": kubeVersion},
+			"APIVersions": apis,
 		},
 		"Template": map[string]interface{}{"BasePath": str("name") + "/templates"},
 	}
@@ -186,7 +244,7 @@ func run(chartDir string, files []string, name, namespace, kubeVersion string) e
 	var names []string
 	for _, e := range entries {
 		n := e.Name()
-		if e.IsDir() || !(strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") || strings.HasSuffix(n, ".tpl")) {
+		if e.IsDir() || !(strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml") || strings.HasSuffix(n, ".tpl") || n == "NOTES.txt") {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(tdir, n))
@@ -196,11 +254,12 @@ func run(chartDir string, files []string, name, namespace, kubeVersion string) e
 		if _, err := root.New(n).Parse(string(data)); err != nil {
 			return err
 		}
-		if !strings.HasPrefix(n, "_") && !strings.HasSuffix(n, ".tpl") {
+		if !strings.HasPrefix(n, "_") && !strings.HasSuffix(n, ".tpl") && n != "NOTES.txt" {
 			names = append(names, n)
 		}
 	}
 	sort.Strings(names)
+	// Like Helm, every manifest is rendered (a template's `fail` stops the release) before NOTES.
 	var out strings.Builder
 	for _, n := range names {
 		var buf bytes.Buffer
@@ -212,6 +271,17 @@ func run(chartDir string, files []string, name, namespace, kubeVersion string) e
 			continue
 		}
 		fmt.Fprintf(&out, "---\n# Source: %s/templates/%s\n%s\n", str("name"), n, strings.TrimSpace(text))
+	}
+	if notes {
+		if root.Lookup("NOTES.txt") == nil {
+			return errors.New("the chart has no templates/NOTES.txt")
+		}
+		var buf bytes.Buffer
+		if err := root.ExecuteTemplate(&buf, "NOTES.txt", top); err != nil {
+			return err
+		}
+		_, err = os.Stdout.WriteString(strings.ReplaceAll(buf.String(), "<no value>", ""))
+		return err
 	}
 	_, err = os.Stdout.WriteString(out.String())
 	return err

@@ -21,8 +21,12 @@
 {{- end -}}
 
 {{- define "kgpu.selectorLabels" -}}
+{{- if .Values.selectorLabelsOverride -}}
+{{- toYaml .Values.selectorLabelsOverride -}}
+{{- else -}}
 app.kubernetes.io/name: {{ include "kgpu.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
 {{- end -}}
 
 {{- define "kgpu.labels" -}}
@@ -120,7 +124,7 @@ default
      whose per-claim control daemons `kgpu mps-daemon` runs (requests under <mps.root>/dra-requests/).
      Never with mps.enabled false. The one place that decides it: every MPS part of the chart uses it. */}}
 {{- define "kgpu.mpsDaemon" -}}
-{{- if or (include "kgpu.mpsMayBeUsed" .) (and .Values.dra.enabled .Values.mps.enabled) -}}true{{- end -}}
+{{- if and (not (include "kgpu.labelsOnly" .)) (or (include "kgpu.mpsMayBeUsed" .) (and .Values.dra.enabled .Values.mps.enabled)) -}}true{{- end -}}
 {{- end -}}
 
 {{/* The container securityContext: the user's, else NVIDIA's rules, least privilege by default.
@@ -284,6 +288,10 @@ capabilities:
 - name: MOFED_ENABLED
   value: {{ .Values.mofedEnabled | toString | quote }}
 {{- end }}
+{{- if not (kindIs "invalid" .Values.gdrcopyEnabled) }}
+- name: GDRCOPY_ENABLED
+  value: {{ .Values.gdrcopyEnabled | toString | quote }}
+{{- end }}
 {{- if not (kindIs "invalid" .Values.deviceDiscoveryStrategy) }}
 - name: DEVICE_DISCOVERY_STRATEGY
   value: {{ .Values.deviceDiscoveryStrategy | quote }}
@@ -305,5 +313,76 @@ capabilities:
 - name: driver-root
   mountPath: /driver-root
   readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* "true" when the pods run no device plugin, only the labeller (devicePlugin.enabled: false). */}}
+{{- define "kgpu.labelsOnly" -}}
+{{- if and .Values.devicePlugin (eq (toString .Values.devicePlugin.enabled) "false") -}}true{{- end -}}
+{{- end -}}
+
+{{/* gfd.noTimestamp, else the top-level noTimestamp NVIDIA's GFD template reads; "" when neither is set. */}}
+{{- define "kgpu.gfdNoTimestamp" -}}
+{{- if not (kindIs "invalid" .Values.gfd.noTimestamp) -}}{{ .Values.gfd.noTimestamp }}
+{{- else if not (kindIs "invalid" .Values.noTimestamp) -}}{{ .Values.noTimestamp }}
+{{- end -}}
+{{- end -}}
+
+{{- define "kgpu.gfdSleepInterval" -}}
+{{- if not (kindIs "invalid" .Values.gfd.sleepInterval) -}}{{ .Values.gfd.sleepInterval }}
+{{- else if not (kindIs "invalid" .Values.sleepInterval) -}}{{ .Values.sleepInterval }}
+{{- end -}}
+{{- end -}}
+
+{{/* Values of NVIDIA's nvidia-device-plugin chart that kgpu cannot honour: a render error naming
+     what to do instead, never a silent no-op (values.schema.json accepts them only for this).
+     Values equal to NVIDIA's own defaults mean nothing and pass. */}}
+{{- define "kgpu.nvidiaCompat" -}}
+{{- $nfd := default dict .Values.nfd -}}
+{{- if or (gt (len (omit $nfd "enabled")) 0) (eq (toString (index $nfd "enabled")) "true") -}}
+{{- fail "nfd.*: kgpu's chart does not bundle node-feature-discovery (NVIDIA's chart's nfd subchart). Install it as its own release (helm install nfd oci://registry.k8s.io/nfd/charts/node-feature-discovery -n node-feature-discovery --create-namespace), move these nfd.* values there, and keep gfd.enabled: true here (kgpu writes the labels file NFD reads)" -}}
+{{- end -}}
+{{- if .Values.legacyDaemonsetAPI -}}
+{{- fail "legacyDaemonsetAPI: kgpu's chart renders apps/v1 DaemonSets only (Kubernetes 1.19+); remove legacyDaemonsetAPI" -}}
+{{- end -}}
+{{- if and (eq (include "kgpu.namespace" .) "default") (not .Values.namespaceOverride) (eq (toString .Values.allowDefaultNamespace) "false") -}}
+{{- fail "Running in the 'default' namespace is refused by allowDefaultNamespace: false. Use --namespace (e.g. kube-system), or set allowDefaultNamespace: true" -}}
+{{- end -}}
+{{- with .Values.cdi.featureFlags -}}
+{{- fail "cdi.featureFlags: kgpu's CDI specs have no feature flags (NVIDIA 0.20's nvcdi options); remove cdi.featureFlags" -}}
+{{- end -}}
+{{- if and .Values.gfd.nameOverride (ne .Values.gfd.nameOverride "gpu-feature-discovery") -}}
+{{- fail "gfd.nameOverride: kgpu has no separate GFD DaemonSet (the labels are written by the kgpu pods); use nameOverride / fullnameOverride" -}}
+{{- end -}}
+{{- if .Values.gfd.namespaceOverride -}}
+{{- fail "gfd.namespaceOverride: kgpu has no separate GFD DaemonSet (the labels are written by the kgpu pods); use namespaceOverride" -}}
+{{- end -}}
+{{- if include "kgpu.labelsOnly" . -}}
+{{- if not .Values.gfd.enabled -}}
+{{- fail "devicePlugin.enabled: false with gfd.enabled: false deploys nothing; set gfd.enabled: true for labels only, or devicePlugin.enabled: true" -}}
+{{- end -}}
+{{- if .Values.dra.enabled -}}
+{{- fail "devicePlugin.enabled: false runs the labeller only; for DRA without the device-plugin API set dra.enabled: true and dra.devicePlugin: false instead" -}}
+{{- end -}}
+{{- if .Values.metrics.enabled -}}
+{{- fail "metrics.enabled: the labels-only pods (devicePlugin.enabled: false) serve no metrics; set metrics.enabled: false" -}}
+{{- end -}}
+{{- else -}}
+{{- if .Values.gfd.securityContext -}}
+{{- fail "gfd.securityContext: with the device plugin on, the labels are written by the kgpu container: use securityContext (gfd.securityContext applies to labels-only pods, devicePlugin.enabled: false)" -}}
+{{- end -}}
+{{- if .Values.gfd.enableHostNetwork -}}
+{{- fail "gfd.enableHostNetwork: with the device plugin on, the labels are written by the kgpu pods: use devicePlugin.enableHostNetwork" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* GPU Feature Discovery's settings, for whichever container writes the labels. */}}
+{{- define "kgpu.gfdEnv" -}}
+- name: GFD_OUTPUT_FILE
+  value: {{ printf "%s/kgpu" .Values.gfd.featuresDir | quote }}
+{{- with include "kgpu.gfdNoTimestamp" . }}
+- name: GFD_NO_TIMESTAMP
+  value: {{ . | quote }}
 {{- end }}
 {{- end -}}
