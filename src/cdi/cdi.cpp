@@ -6,6 +6,7 @@
 #include "cdi/driver_files.h"
 #include "cdi/spec_builder.h"
 #include "cdi/spec_writer.h"
+#include "plan/imex.h"
 
 namespace kgpu {
 
@@ -25,6 +26,11 @@ Result<WrittenCdiSpec> generate_cdi_spec(const Config& config, const Inventory& 
   if (!files) return files.error();
   auto path = write_cdi_spec(config.cdi_spec_dir, config.cdi_kind, build_cdi_spec(config, inventory, *files));
   if (!path) return path.error();
+  // The IMEX channels Allocate names (plan/imex.h) need their own spec, as NVIDIA's plugin writes.
+  if (!config.imex_channel_ids.empty()) {
+    auto imex = write_cdi_spec(config.cdi_spec_dir, imex_cdi_kind(config), build_imex_cdi_spec(config));
+    if (!imex) return imex.error();
+  }
   return WrittenCdiSpec{std::move(*path), std::move(files->warnings)};
 }
 

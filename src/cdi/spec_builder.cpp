@@ -3,6 +3,7 @@
 #include <set>
 
 #include "plan/device_ids.h"
+#include "plan/imex.h"
 #include "plan/nvidia_edits_nodes.h"
 
 namespace kgpu {
@@ -78,6 +79,14 @@ json build_cdi_spec(const Config& config, const Inventory& inventory, const Driv
           {"kind", config.cdi_kind},
           {"devices", devices},
           {"containerEdits", common_edits(config, inventory, files)}};
+}
+
+json build_imex_cdi_spec(const Config& config) {
+  json devices = json::array();
+  for (int id : config.imex_channel_ids)
+    devices.push_back({{"name", std::to_string(id)},
+                       {"containerEdits", {{"deviceNodes", device_nodes(config, {imex_channel_path(id)})}}}});
+  return {{"cdiVersion", kCdiSpecVersion}, {"kind", imex_cdi_kind(config)}, {"devices", devices}};
 }
 
 }  // namespace kgpu

@@ -28,4 +28,8 @@ nlohmann::json build_cdi_spec(const Config& config, const Inventory& inventory, 
 // that must hand containers the same driver files, control nodes and hooks.
 nlohmann::json nvidia_common_cdi_edits(const Config& config, const Inventory& inventory, const DriverFiles& files);
 
+// The IMEX channels' spec (kind "<vendor>/imex-channel", plan/imex.h): one device per channel in
+// config.imex_channel_ids, named by its number, with its /dev/nvidia-caps-imex-channels node.
+nlohmann::json build_imex_cdi_spec(const Config& config);
+
 }  // namespace kgpu

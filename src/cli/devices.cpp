@@ -23,6 +23,7 @@
 #include "server/node_discovery.h"
 #include "server/plugin_client.h"
 #include "server/resource_server.h"
+#include "nvml/nvml_library.h"
 
 namespace {
 
@@ -163,6 +164,10 @@ int run_devices(const DevicesArgs& args) {
     std::cerr << "device discovery failed: " << inv.error().message << "\n";
     return 1;
   }
+  // Which libnvidia-ml.so.1 answered (the container driver root is searched first, then the host
+  // driver root, then the loader's path): the first thing to check when GPUs are missing.
+  const auto nvml = discovery.nvml();
+  const std::string nvml_path = nvml ? nvml->path() : std::string("not loaded");
   auto plan = kgpu::plan(config, *inv);
   if (args.live) {
     overlay_live_health(config, *inv, plan);
@@ -172,6 +177,7 @@ int run_devices(const DevicesArgs& args) {
   if (args.output == "json") {
     auto j = to_json(*inv, plan);
     j["config"] = {{"file", config.config_file}, {"origin", config_origin}};
+    j["nvml"] = nvml_path;
     if (args.prefer > 0)
       for (size_t i = 0; i < plan.resources.size(); ++i) {
         const auto& r = plan.resources[i];
@@ -185,6 +191,7 @@ int run_devices(const DevicesArgs& args) {
     return 0;
   }
   std::cout << "Config: " << config_file << " (" << config_origin << ")\n";
+  std::cout << "NVML: " << nvml_path << "\n";
   print_text(*inv, plan);
   if (args.prefer > 0) {
     for (const auto& r : plan.resources) {

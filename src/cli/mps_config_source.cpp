@@ -21,7 +21,7 @@ namespace kgpu::cli {
 Result<std::vector<MpsDaemonSpec>> mps_resource_specs(const Config& config) {
   if (!config.mps || config.mps->resources.empty()) return std::vector<MpsDaemonSpec>{};
   if (config.mps_root.empty()) return Error::invalid("using MPS requires --mps-root to be specified");
-  auto nvml = NvmlLibrary::load(config.nvidia_driver_root);
+  auto nvml = NvmlLibrary::load(config.driver_search_roots());
   if (!nvml) return nvml.error();
   NvidiaDiscoveryOptions options;
   options.sysfs_root = config.sysfs_root;

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "plan/imex.h"
+
 namespace kgpu::cli {
 
 std::unique_ptr<NodeConfigSelector> NodeConfigSelector::from_env(const std::map<std::string, std::string>& env) {
@@ -80,7 +82,23 @@ Result<LoadedConfig> load_config_for_node(const ConfigFlags& flags, const std::m
   if (chosen) effective.set("configFile", "--config-file", chosen->file);
   auto loaded = load_config(effective, env, strict);
   if (loaded && chosen) loaded->origins["configFile"] = chosen->origin;
+  if (loaded) {
+    if (auto st = resolve_imex_channels(*loaded); !st) return st.error();
+  }
   return loaded;
+}
+
+Status resolve_imex_channels(LoadedConfig& loaded) {
+  auto found = find_imex_channels(loaded.config, [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
+  });
+  if (!found) return found.error();
+  std::string where = loaded.origins["imex.channelIDs"];
+  if (where == "file") where = loaded.config.config_file;
+  for (const auto& w : found->warnings) loaded.diagnostics.push_back({Diagnostic::Severity::Warning, where, 0, 0, w});
+  loaded.config.imex_channel_ids = std::move(found->present);
+  return ok_status();
 }
 
 Result<LoadedConfig> load_config_as_daemon(const ConfigFlags& flags, bool strict) {

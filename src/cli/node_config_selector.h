@@ -55,6 +55,12 @@ class NodeConfigSelector {
 Result<LoadedConfig> load_config_for_node(const ConfigFlags& flags, const std::map<std::string, std::string>& env,
                                           bool strict, const NodeConfigSelector* selector);
 
+// IMEX channels (plan/imex.h): keeps in loaded.config only the configured channels that exist as
+// character devices now; a missing one is a warning in loaded.diagnostics, or with imex.required
+// the Error. load_config_for_node calls it, so the daemon (start and every reload) and the one-shot
+// subcommands agree.
+Status resolve_imex_channels(LoadedConfig& loaded);
+
 // For one-shot subcommands (devices, probe, labels, cdi generate): reads the Node once, like the
 // daemon does at start-up, so that they show the config the daemon serves, not the default.
 Result<LoadedConfig> load_config_as_daemon(const ConfigFlags& flags, bool strict);

@@ -378,6 +378,7 @@ std::string cdi_key(const Config& config, const Inventory& inventory) {
   std::string key = config.cdi_spec_dir + "|" + config.cdi_kind + "|" + config.nvidia_driver_root + "|" +
                     config.container_driver_root + "|" + config.dev_root() + "|" + config.nvidia_ctk_path + "|" +
                     std::to_string(static_cast<int>(config.device_id_strategy)) + "|" + inventory.driver_version;
+  for (int id : config.imex_channel_ids) key += "|imex" + std::to_string(id);
   for (const auto& g : inventory.gpus) {
     if (g.vendor != Vendor::Nvidia) continue;
     key += "|" + g.uuid + "@" + std::to_string(g.index) + ":" + std::to_string(g.minor);

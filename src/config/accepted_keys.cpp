@@ -63,9 +63,9 @@ const std::vector<AcceptedKey>& accepted_keys() {
       {"sharing.mps.resources[].replicas", E::Plan, "IDs (MPS clients) per GPU"},
       {"sharing.mps.resources[].devices", E::Plan, "which GPUs are shared"},
       // --- imex ---
-      {"imex.channelIDs", E::CompatibilityOnly,
-       "IMEX channels are not handed out by kgpu yet; only [] or [0] is accepted, as NVIDIA does"},
-      {"imex.required", E::CompatibilityOnly, "IMEX channels are not handed out by kgpu yet"},
+      {"imex.channelIDs", E::Edits,
+       "IMEX channel nodes, NVIDIA_IMEX_CHANNELS, volume-mount markers and CDI names in every allocation"},
+      {"imex.required", E::Daemon, "a configured channel that is missing stops the start (else: warned, skipped)"},
       // --- kgpu ---
       {"kgpu.sysfsRoot", E::Daemon, "where discovery reads sysfs"},
       {"kgpu.procRoot", E::Daemon, "where discovery reads procfs"},

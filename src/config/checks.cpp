@@ -130,6 +130,12 @@ void check_effective_config(const CheckInput& in, std::vector<Diagnostic>& out) 
       }
     }
   }
+  // Only channel 0 exists today; NVIDIA refuses anything else the same way.
+  if (c.imex_channel_ids.size() > 1 || (c.imex_channel_ids.size() == 1 && c.imex_channel_ids[0] != 0)) {
+    std::string found;
+    for (int id : c.imex_channel_ids) found += (found.empty() ? "" : " ") + std::to_string(id);
+    r.error("imex.channelIDs", "imex.channelIDs must be [] or [0]; found [" + found + "]");
+  }
   if (!valid_cdi_kind(c.cdi_kind))
     r.error("kgpu.cdiKind", "invalid CDI kind \"" + c.cdi_kind +
                                 "\" (expected <vendor>/<class>, e.g. k8s.device-plugin.nvidia.com/gpu)");

@@ -149,6 +149,15 @@ struct Config {
   bool operator==(const Config&) const = default;
 
   std::string dev_root() const { return nvidia_dev_root.empty() ? nvidia_driver_root : nvidia_dev_root; }
+  // Where NVML is looked for, in order: the host driver root as mounted in the plugin's container
+  // (containerDriverRoot, /driver-root in the chart), then nvidiaDriverRoot (running on the host),
+  // as NVIDIA's plugin does. Roots that are "/" or empty are left out (the loader's default path).
+  std::vector<std::string> driver_search_roots() const {
+    std::vector<std::string> roots;
+    for (const auto* r : {&container_driver_root, &nvidia_driver_root})
+      if (!r->empty() && *r != "/" && (roots.empty() || roots.front() != *r)) roots.push_back(*r);
+    return roots;
+  }
   bool has_strategy(DeviceListStrategy s) const;
 };
 

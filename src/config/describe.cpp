@@ -49,10 +49,6 @@ std::string describe_effective_config(const LoadedConfig& loaded) {
                                                ? std::string("none")
                                                : describe_replicated(c.time_slicing));
   rows.emplace_back("sharing.mps", c.mps ? describe_replicated(*c.mps) : std::string("none"));
-  std::vector<std::string> ids;
-  for (int id : c.imex_channel_ids) ids.push_back(std::to_string(id));
-  rows.emplace_back("imex.channelIDs", "[" + config_detail::join(ids, ", ") + "]");
-  rows.emplace_back("imex.required", c.imex_required ? "true" : "false");
   std::vector<std::string> groups;
   for (const auto& g : c.device_groups) groups.push_back(g.resource);
   rows.emplace_back("kgpu.deviceGroups", "[" + config_detail::join(groups, ", ") + "]");

@@ -38,7 +38,8 @@ void apply_text(const Setting& s, const std::string& text, const std::string& or
 }
 
 // DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS, with NVIDIA's meanings (config/xid_policy.h);
-// an entry that is neither "all", "xids" nor an XID number is a configuration error.
+// an entry that is neither "all", "xids" nor an XID number is skipped with a warning and the rest
+// applies, as NVIDIA's plugin does (it logs and keeps running).
 void apply_health_env(const std::map<std::string, std::string>& env, Config& config, LoadedConfig& out) {
   auto disable = env.find("DP_DISABLE_HEALTHCHECKS");
   auto enable = env.find("DP_ENABLE_HEALTHCHECKS");
@@ -49,7 +50,7 @@ void apply_health_env(const std::map<std::string, std::string>& env, Config& con
   auto applied = kgpu::apply_health_env(config.health, disable_value, enable_value);
   for (const auto& w : applied.warnings) {
     std::string name = w.substr(0, w.find(':'));
-    out.diagnostics.push_back({Diagnostic::Severity::Error, "env " + name, 0, 0, w});
+    out.diagnostics.push_back({Diagnostic::Severity::Warning, "env " + name, 0, 0, w});
   }
   const std::string origin = disable_value ? "env DP_DISABLE_HEALTHCHECKS" : "env DP_ENABLE_HEALTHCHECKS";
   if (applied.config.enabled != config.health.enabled) out.origins["kgpu.health.enabled"] = origin;
@@ -83,7 +84,7 @@ Result<std::string> read_file(const std::string& path) {
 void default_origins(LoadedConfig& out) {
   for (const auto& s : config_detail::settings()) out.origins[s.key] = "default";
   for (const char* key : {"resources.gpus", "resources.mig", "sharing.timeSlicing", "sharing.mps",
-                          "imex.channelIDs", "imex.required", "kgpu.deviceGroups"})
+                          "kgpu.deviceGroups"})
     out.origins[key] = "default";
 }
 

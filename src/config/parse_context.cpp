@@ -230,7 +230,7 @@ void parse_document(const std::string& text, ParseContext& ctx, Config& config) 
     } else if (name == "sharing") {
       parse_sharing_section(value, ctx, config);
     } else if (name == "imex") {
-      parse_imex_section(value, ctx, config);
+      parse_settings_section(value, name, ctx, config);
     } else {
       ctx.unknown_key(entry.first, "", sections);
     }

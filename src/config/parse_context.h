@@ -59,7 +59,6 @@ void parse_settings_section(const YAML::Node& node, const std::string& prefix, P
                             Config& config);
 void parse_resources_section(const YAML::Node& node, ParseContext& ctx, Config& config);
 void parse_sharing_section(const YAML::Node& node, ParseContext& ctx, Config& config);
-void parse_imex_section(const YAML::Node& node, ParseContext& ctx, Config& config);
 
 // The whole document (text already read).
 void parse_document(const std::string& text, ParseContext& ctx, Config& config);

@@ -1,5 +1,5 @@
-// `resources:` (gpus / mig renaming patterns; NVIDIA parses but ignores them, kgpu honours them)
-// and `imex:` (channel IDs).
+// `resources:` (gpus / mig renaming patterns; NVIDIA parses but ignores them, kgpu honours them).
+// `imex:` is a plain settings section (config/settings.cpp), checked in config/checks.cpp.
 #include "config/parse_context.h"
 #include "config/resource_names.h"
 #include "config/settings.h"
@@ -79,51 +79,6 @@ void parse_resources_section(const YAML::Node& node, ParseContext& ctx, Config& 
       ctx.set_origin("resources.mig");
     } else {
       ctx.unknown_key(entry.first, "resources", known);
-    }
-  }
-}
-
-void parse_imex_section(const YAML::Node& node, ParseContext& ctx, Config& config) {
-  if (node.IsNull()) return;
-  if (!node.IsMap()) {
-    ctx.wrong_type(node, "imex", "a mapping");
-    return;
-  }
-  static const std::vector<std::string> known = {"channelIDs", "required"};
-  for (const auto& entry : node) {
-    const auto key_text = ctx.key(entry.first, "imex");
-    if (!key_text) continue;
-    const std::string& key = *key_text;
-    const YAML::Node& value = entry.second;
-    if (key == "required") {
-      auto b = value.IsScalar() ? parse_bool(value.Scalar()) : std::nullopt;
-      if (!b) ctx.wrong_type(value, "imex.required", "a boolean (true or false)");
-      else config.imex_required = *b;
-      ctx.set_origin("imex.required");
-    } else if (key == "channelIDs") {
-      if (value.IsNull()) continue;
-      if (!value.IsSequence()) {
-        ctx.wrong_type(value, "imex.channelIDs", "a list of integers");
-        continue;
-      }
-      std::vector<int> ids;
-      std::string text;
-      bool numeric = true;
-      for (const auto& item : value) {
-        auto id = item.IsScalar() ? parse_uint(item.Scalar()) : std::nullopt;
-        if (!id) numeric = false;
-        else ids.push_back(static_cast<int>(std::min<uint64_t>(*id, 1u << 30)));
-        text += (text.empty() ? "" : " ") + (item.IsScalar() ? item.Scalar() : std::string("?"));
-      }
-      // Only channel 0 exists today; NVIDIA rejects anything else the same way.
-      if (!numeric || ids.size() > 1 || (ids.size() == 1 && ids[0] != 0)) {
-        ctx.error(value, "imex.channelIDs must be [] or [0]; found [" + text + "]");
-        continue;
-      }
-      config.imex_channel_ids = ids;
-      ctx.set_origin("imex.channelIDs");
-    } else {
-      ctx.unknown_key(entry.first, "imex", known);
     }
   }
 }

@@ -201,6 +201,30 @@ std::vector<Setting> build_settings() {
   t.push_back(text("flags.gfd.machineTypeFile", {"--machine-type-file"}, {"GFD_MACHINE_TYPE_FILE"},
                    "file holding the machine type", &Config::gfd_machine_type_file));
 
+  // --- imex: NVIDIA's `imex` section, --imex-channel-ids / --imex-required and their env vars ---
+  {
+    Setting s;
+    s.key = "imex.channelIDs";
+    s.kind = SettingKind::UIntList;
+    s.flags = {"--imex-channel-ids"};
+    s.envs = {"IMEX_CHANNEL_IDS"};
+    s.help = "IMEX channels every container gets: [] or [0] (comma list)";
+    s.apply = [](Config& c, const Values& v) {
+      c.imex_channel_ids.clear();
+      for (const auto& x : v)
+        c.imex_channel_ids.push_back(static_cast<int>(std::min<uint64_t>(*parse_uint(x), 1u << 30)));
+    };
+    s.show = [](const Config& c) {
+      Values ids;
+      for (int id : c.imex_channel_ids) ids.push_back(std::to_string(id));
+      return "[" + join(ids, ", ") + "]";
+    };
+    t.push_back(std::move(s));
+  }
+  t.push_back(boolean("imex.required", {"--imex-required"}, {"IMEX_REQUIRED"},
+                      "fail when a configured IMEX channel is missing (else: warn and skip it)",
+                      &Config::imex_required));
+
   // --- CLI-only (no file key), as in NVIDIA's plugin ---
   {
     Setting s = text("kubeletSocket", {"--kubelet-socket"}, {"KUBELET_SOCKET"},

@@ -1,6 +1,7 @@
 #include "nvml/nvml_library.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/stat.h>
 
 #include <cctype>
@@ -161,16 +162,21 @@ std::vector<std::string> NvmlLibrary::candidate_paths(const std::string& driver_
 }
 
 Result<std::shared_ptr<NvmlLibrary>> NvmlLibrary::load(const std::string& driver_root) {
+  return load(std::vector<std::string>{driver_root});
+}
+
+Result<std::shared_ptr<NvmlLibrary>> NvmlLibrary::load(const std::vector<std::string>& driver_roots) {
   std::vector<std::string> tried;
-  for (const auto& candidate : candidate_paths(driver_root)) {
-    if (!file_exists(candidate)) {
-      tried.push_back(candidate + " (not present)");
-      continue;
+  for (const auto& driver_root : driver_roots)
+    for (const auto& candidate : candidate_paths(driver_root)) {
+      if (!file_exists(candidate)) {
+        tried.push_back(candidate + " (not present)");
+        continue;
+      }
+      auto lib = load_file(candidate);
+      if (lib) return lib;
+      tried.push_back(candidate + " (" + lib.error().message + ")");
     }
-    auto lib = load_file(candidate);
-    if (lib) return lib;
-    tried.push_back(candidate + " (" + lib.error().message + ")");
-  }
   auto bare = load_file(kSoname);
   if (bare) return bare;
   tried.push_back(std::string(kSoname) + " via the default loader path (" + bare.error().message + ")");
@@ -185,7 +191,14 @@ Result<std::shared_ptr<NvmlLibrary>> NvmlLibrary::load_file(const std::string& p
   // RTLD_LOCAL: NVML's symbols stay out of the global namespace, so nothing else binds to them.
   void* handle = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (!handle) return Error::unavailable(last_dlerror());
-  std::shared_ptr<NvmlLibrary> lib(new NvmlLibrary(handle, path));
+  // A bare soname was found through the loader's path: keep the file it resolved to, so that logs
+  // and `kgpu devices` say which library answered.
+  std::string resolved = path;
+  if (path.find('/') == std::string::npos) {
+    struct link_map* map = nullptr;
+    if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && map->l_name[0]) resolved = map->l_name;
+  }
+  std::shared_ptr<NvmlLibrary> lib(new NvmlLibrary(handle, resolved));
   if (auto st = lib->resolve(); !st) return st.error();
   return lib;
 }

@@ -70,6 +70,9 @@ class NvmlLibrary {
   // root is "/" or empty), then the bare soname through the default loader path
   // (LD_LIBRARY_PATH, ld.so.cache). The error names every path tried and each dlerror().
   static Result<std::shared_ptr<NvmlLibrary>> load(const std::string& driver_root);
+  // The same over several roots, in order (Config::driver_search_roots(): the driver root as mounted
+  // in the plugin's container first, then the host driver root), then the bare soname.
+  static Result<std::shared_ptr<NvmlLibrary>> load(const std::vector<std::string>& driver_roots);
   // Loads exactly this file (tests, benchmarks, an operator-configured path).
   static Result<std::shared_ptr<NvmlLibrary>> load_file(const std::string& path);
   // The candidate paths load() tries under a driver root, in order (pure; for messages and tests).

@@ -6,6 +6,7 @@
 
 #include "plan/device_edits.h"
 #include "plan/device_ids.h"
+#include "plan/imex.h"
 #include "plan/nvidia_edits_cdi.h"
 #include "plan/nvidia_edits_nodes.h"
 
@@ -57,6 +58,11 @@ void add_device_specs(const Config& config, const Inventory& inventory, const st
   std::set<std::string> seen;  // two MIG devices of one GPU share the parent node
   for (const auto& path : paths)
     if (seen.insert(path).second) edits.devices.push_back({path, host_path_under(root, path), "rw"});
+  // Then the IMEX channel nodes (config.imex_channel_ids holds only channels found at start).
+  for (int id : config.imex_channel_ids) {
+    const std::string path = imex_channel_path(id);
+    edits.devices.push_back({path, host_path_under(root, path), "rw"});
+  }
 }
 
 }  // namespace
@@ -65,10 +71,13 @@ ContainerEdits nvidia_device_edits(const Config& config, const Inventory& invent
                                    const std::vector<BackingDevice>& devices) {
   ContainerEdits edits;
   const std::vector<std::string> ids = runtime_ids(config, inventory, devices);
+  std::vector<std::string> channels;  // IMEX channels every container gets (plan/imex.h)
+  for (int id : config.imex_channel_ids) channels.push_back(std::to_string(id));
 
   if (config.has_strategy(DeviceListStrategy::CdiAnnotations) || config.has_strategy(DeviceListStrategy::CdiCri)) {
     std::vector<std::string> names;
     for (const auto& id : ids) names.push_back(qualified_cdi_name(config.cdi_kind, id));
+    for (const auto& ch : channels) names.push_back(qualified_cdi_name(imex_cdi_kind(config), ch));
     if (config.has_strategy(DeviceListStrategy::CdiAnnotations))
       edits.annotations[cdi_annotation_key(config.cdi_annotation_prefix, names)] = join(names, ',');
     if (config.has_strategy(DeviceListStrategy::CdiCri)) edits.cdi_devices = names;
@@ -84,11 +93,16 @@ ContainerEdits nvidia_device_edits(const Config& config, const Inventory& invent
     // injection, "void" stops a legacy-mode runtime from also handing out every GPU.
     edits.envs[kVisibleDevices] = "void";
   } else {
-    if (config.has_strategy(DeviceListStrategy::EnvVar)) edits.envs[kVisibleDevices] = join(ids, ',');
+    if (config.has_strategy(DeviceListStrategy::EnvVar)) {
+      edits.envs[kVisibleDevices] = join(ids, ',');
+      if (!channels.empty()) edits.envs["NVIDIA_IMEX_CHANNELS"] = join(channels, ',');
+    }
     if (config.has_strategy(DeviceListStrategy::VolumeMounts)) {
       edits.envs[kVisibleDevices] = kVolumeMountRoot;
       // The toolkit only lists this folder's entries; the /dev/null bind mounts are markers.
       for (const auto& id : ids) edits.mounts.push_back({std::string(kVolumeMountRoot) + "/" + id, "/dev/null", true});
+      for (const auto& ch : channels)
+        edits.mounts.push_back({std::string(kVolumeMountRoot) + "/imex/" + ch, "/dev/null", true});
     }
   }
   if (config.pass_device_specs) add_device_specs(config, inventory, devices, edits);

@@ -34,7 +34,7 @@ Result<Inventory> NodeDiscovery::discover(const Config& config) {
     std::shared_ptr<NvmlLibrary> lib = nvml();
     Status loaded = ok_status();
     if (!lib) {
-      auto l = NvmlLibrary::load(config.nvidia_driver_root);
+      auto l = NvmlLibrary::load(config.driver_search_roots());
       if (l) {
         lib = *l;
         std::lock_guard lock(mu_);

@@ -1,4 +1,6 @@
 // Layering: flag > env > file > default, origins, env/flag errors, flags registration.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "config/loader.h"
@@ -179,7 +181,25 @@ TEST(Precedence, HealthEnvVariables) {
   ASSERT_TRUE(extra.ok());
   EXPECT_FALSE(extra->config.health.xids_enabled);
   EXPECT_EQ(extra->config.health.ignored_xids, (std::vector<uint64_t>{31, 43, 45, 68, 109, 48}));
-  EXPECT_FALSE(load_config({}, Env{{"DP_DISABLE_HEALTHCHECKS", "gpus"}}, false).ok());
+}
+
+// NVIDIA's plugin logs a bad entry and keeps running: the entry is skipped with a warning naming
+// it, the rest of the list applies (issue 30, item 3).
+TEST(Precedence, BadHealthEnvEntryIsSkippedWithAWarning) {
+  auto loaded = load_config({}, Env{{"DP_DISABLE_HEALTHCHECKS", "79,gpu"}}, false);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_TRUE(loaded->config.health.enabled);
+  EXPECT_NE(std::find(loaded->config.health.ignored_xids.begin(), loaded->config.health.ignored_xids.end(), 79u),
+            loaded->config.health.ignored_xids.end());
+  ASSERT_EQ(loaded->diagnostics.size(), 1u);
+  EXPECT_EQ(loaded->diagnostics[0].severity, Diagnostic::Severity::Warning);
+  EXPECT_EQ(loaded->diagnostics[0].file, "env DP_DISABLE_HEALTHCHECKS");
+  EXPECT_NE(loaded->diagnostics[0].message.find("'gpu' is neither"), std::string::npos);
+  auto enable = load_config({}, Env{{"DP_ENABLE_HEALTHCHECKS", "nope,13"}}, false);
+  ASSERT_TRUE(enable.ok());
+  EXPECT_EQ(std::count(enable->config.health.ignored_xids.begin(), enable->config.health.ignored_xids.end(), 13u), 0);
+  ASSERT_EQ(enable->diagnostics.size(), 1u);
+  EXPECT_EQ(enable->diagnostics[0].file, "env DP_ENABLE_HEALTHCHECKS");
 }
 
 TEST(Precedence, DraSettingsFromEnvAndFlags) {
