@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "fake-nvml/fake_nvml_control.h"
-#include "server/kubelet_sim.h"
-#include "server/sim_steps.h"
+#include "sim/kubelet_sim.h"
+#include "sim/sim_steps.h"
 #include "spawn_logged.h"
 
 extern char** environ;

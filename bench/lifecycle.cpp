@@ -65,8 +65,8 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "proc_sample.h"
 #include "spawn_logged.h"
-#include "server/kubelet_sim.h"
-#include "server/sim_steps.h"
+#include "sim/kubelet_sim.h"
+#include "sim/sim_steps.h"
 #include "support/stuck_grpc_peer.h"
 
 extern char** environ;

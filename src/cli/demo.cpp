@@ -20,8 +20,8 @@
 #include <sstream>
 
 #include "cli/command.h"
-#include "server/kubelet_sim.h"
-#include "server/sim_steps.h"
+#include "sim/kubelet_sim.h"
+#include "sim/sim_steps.h"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-// `kgpu kubelet-sim`: the kubelet stand-in (server::KubeletSim) as a command. Serves Registration
+// `kgpu kubelet-sim`: the kubelet stand-in (sim::KubeletSim) as a command. Serves Registration
 // on DIR/kubelet.sock and PodResources (the pods it allocated for) on DIR/../pod-resources/kubelet.sock, prints every registration and ListAndWatch update, and runs steps from
 // flags or a script:
 //   wait RESOURCE [COUNT]          until RESOURCE streams COUNT healthy devices (default: any)
@@ -26,9 +26,9 @@
 #include <thread>
 
 #include "cli/command.h"
-#include "server/sim_steps.h"
-#include "server/dra_kubelet_sim.h"
-#include "server/kubelet_sim.h"
+#include "sim/sim_steps.h"
+#include "sim/dra_kubelet_sim.h"
+#include "sim/kubelet_sim.h"
 
 namespace {
 

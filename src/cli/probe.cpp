@@ -9,7 +9,7 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "server/edits_proto.h"
 #include "server/plugin_client.h"
-#include "server/sim_steps.h"
+#include "sim/sim_steps.h"
 
 namespace {
 

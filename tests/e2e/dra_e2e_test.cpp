@@ -16,7 +16,7 @@
 #include "e2e/sim_fixture.h"
 #include "fake-nvml/fake_nvml_control.h"
 #include "mps/readiness.h"
-#include "server/dra_kubelet_sim.h"
+#include "sim/dra_kubelet_sim.h"
 #include "support/eventually.h"
 #include "support/fake_api_server.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "e2e/harness.h"
-#include "server/kubelet_sim.h"
+#include "sim/kubelet_sim.h"
 
 namespace kgpu::test {
 

@@ -16,7 +16,7 @@
 #include "dra/v1beta1/dra.grpc.pb.h"
 #include "pluginregistration/v1/registration.grpc.pb.h"
 #include "rpc/server.h"
-#include "server/dra_kubelet_sim.h"
+#include "sim/dra_kubelet_sim.h"
 
 namespace kgpu::dra {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "server/pod_resources_sim.h"
+#include "sim/pod_resources_sim.h"
 
 namespace kgpu::podresources {
 namespace {

@@ -18,7 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/daemon.h"
-#include "server/kubelet_sim.h"
+#include "sim/kubelet_sim.h"
 
 namespace kgpu::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/kubelet_sim.h"
+#include "sim/kubelet_sim.h"
 
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "server/edits_proto.h"
-#include "server/pod_resources_sim.h"
+#include "sim/pod_resources_sim.h"
 
 namespace kgpu::sim {
 namespace fs = std::filesystem;

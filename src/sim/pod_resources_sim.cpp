@@ -1,4 +1,4 @@
-#include "server/pod_resources_sim.h"
+#include "sim/pod_resources_sim.h"
 
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>

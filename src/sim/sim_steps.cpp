@@ -1,4 +1,4 @@
-#include "server/sim_steps.h"
+#include "sim/sim_steps.h"
 
 #include <atomic>
 #include <sstream>

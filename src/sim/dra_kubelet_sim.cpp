@@ -1,4 +1,4 @@
-#include "server/dra_kubelet_sim.h"
+#include "sim/dra_kubelet_sim.h"
 
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>

@@ -8,7 +8,7 @@
 
 #include "core/container_edits.h"
 #include "core/result.h"
-#include "server/kubelet_sim.h"
+#include "sim/kubelet_sim.h"
 
 namespace kgpu::sim {
 
