@@ -25,9 +25,32 @@
 //   thread (summed, and per thread so a reader sees which one wakes up) and the CPU time
 //   (utime+stime from /proc/PID/stat, clock-tick resolution; also the threads' schedstat on-CPU time).
 //
+//
+// DRA modes (issue 32), against the fake API server in this process (tests/support/fake_api_server.h)
+// and the DRA kubelet simulator (src/sim/dra_kubelet_sim.h): `--mode dra` runs `kgpu plugin --dra
+// --dra-gpus 0,1,2,3`, both APIs on (GPUs 0-3 published as ResourceSlices, the rest served to the
+// kubelet simulator as above); `--mode dra-only` runs DRA alone (KGPU_DEVICE_PLUGIN=false, every GPU
+// DRA's). Per launch:
+//   launch -> slices complete   t0 right before posix_spawn -> the fake API server stored the write that
+//                               made this node's gpu.nvidia.com pool complete (every slice of the pool at
+//                               one generation); a second row: -> complete with the Node as their owner.
+//   launch -> DRA registered    -> the DRA kubelet simulator's GetInfo and NotifyRegistrationStatus done
+//                               (it looks for the registration socket as fast as it can).
+//   launch -> Register received (--mode dra) the device-plugin side, as above.
+//   NodePrepareResources / NodeUnprepareResources of one claim (first, repeated; unprepare): the DRA
+//                               kubelet simulator's round trip, the claim read from the fake API server.
+//   SIGTERM -> exit             (a) the kubelet connected (device-plugin streams read, DRA registered, a
+//                               claim prepared and unprepared), slices published, the slice watch open;
+//                               (b) a slice write hanging at the API server (someone deleted a slice; its
+//                               re-create is accepted and never answered); (c) a NodePrepareResources in
+//                               flight whose claim read hangs at the API server; (d) no API server
+//                               (nothing listens on its port; started with it missing).
+//   and idle threads, RSS and wake-ups as above on the last launch of (a), before its SIGTERM.
+//
 // How to run:
 //   cmake --build build --target kgpu fake_nvml kgpu-fake-nvml-fixture bench_lifecycle
-//   build/bench/bench_lifecycle [--binary PATH] [--fleet FLEET.yaml|PATH] [--launches N] [--idle-seconds S]
+//   build/bench/bench_lifecycle [--mode device-plugin|dra|dra-only] [--binary PATH] [--fleet FLEET.yaml|PATH]
+//                               [--launches N] [--idle-seconds S]
 // Defaults: this build's kgpu, tests/fixtures/fleets/dgx-a100.yaml, 10 launches, 60 s idle. The fake NVML
 // and the fixture generator always come from this build, so `--binary /old/checkout/build/src/cli/kgpu`
 // measures an older kgpu on the same node. The plugin inherits this process's environment, so settings
@@ -65,8 +88,10 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "proc_sample.h"
 #include "spawn_logged.h"
+#include "sim/dra_kubelet_sim.h"
 #include "sim/kubelet_sim.h"
 #include "sim/sim_steps.h"
+#include "support/fake_api_server.h"
 #include "support/stuck_grpc_peer.h"
 
 extern char** environ;
@@ -76,13 +101,18 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 const std::string kGpu = "nvidia.com/gpu";
+constexpr const char* kNode = "node-1";
+constexpr const char* kDraDriver = "gpu.nvidia.com";
 constexpr int kRestartsPerLaunch = 3;
 constexpr auto kIdleSettle = std::chrono::seconds(2);
 constexpr size_t kLargeListDevices = 17000;  // >= 1 MiB of ListAndWatchResponse (~63 bytes a device)
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+enum class Mode { DevicePlugin, Dra, DraOnly };
+
 struct Options {
+  Mode mode = Mode::DevicePlugin;
   std::string binary = KGPU_BINARY;
   std::string fleet = std::string(KGPU_FIXTURES_DIR) + "/fleets/dgx-a100.yaml";
   int launches = 10;
@@ -107,7 +137,18 @@ std::optional<Options> parse_options(int argc, char** argv) {
       return std::nullopt;
     }
     std::string v = argv[++i];
-    if (a == "--binary") {
+    if (a == "--mode") {
+      if (v == "device-plugin") {
+        o.mode = Mode::DevicePlugin;
+      } else if (v == "dra") {
+        o.mode = Mode::Dra;
+      } else if (v == "dra-only") {
+        o.mode = Mode::DraOnly;
+      } else {
+        std::cerr << "--mode is device-plugin, dra or dra-only, got \"" << v << "\"\n";
+        return std::nullopt;
+      }
+    } else if (a == "--binary") {
       o.binary = v;
     } else if (a == "--fleet") {
       o.fleet = v.find('/') == std::string::npos ? std::string(KGPU_FIXTURES_DIR) + "/fleets/" + v : v;
@@ -121,7 +162,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       (a == "--launches" ? o.launches : o.idle_seconds) = *n;
     } else {
       std::cerr << "unknown option " << a
-                << "\nusage: bench_lifecycle [--binary PATH] [--fleet FLEET] [--launches N] [--idle-seconds S]\n";
+                << "\nusage: bench_lifecycle [--mode device-plugin|dra|dra-only] [--binary PATH] [--fleet FLEET] "
+                   "[--launches N] [--idle-seconds S]\n";
       return std::nullopt;
     }
   }
@@ -334,6 +376,7 @@ class Bench {
       return 1;
     }
     env_ = {"LD_LIBRARY_PATH=" + nvml_dir, "KGPU_FAKE_NVML_FLEET=" + o_.fleet};
+    if (o_.mode != Mode::DevicePlugin) return run_dra();
 
     kgpu::sim::KubeletSim sim(plugin_dir_);
     if (auto st = sim.start(); !st) {
@@ -493,6 +536,205 @@ class Bench {
     return true;
   }
 
+  // ---- DRA modes ----
+
+  int run_dra() {
+    const std::string root = tmp_ + "/kubelet";  // the kubelet root: device-plugins/, plugins/, plugins_registry/
+    plugin_dir_ = root + "/device-plugins";
+    cdi_dir_ = tmp_ + "/cdi";
+    for (const auto& d : {plugin_dir_, root + "/plugins_registry", cdi_dir_}) fs::create_directories(d);
+    kgpu::test::FakeApiServer api(kNode, {});
+    if (!api.bound()) return fail("the fake API server cannot listen"), 1;
+    kgpu::sim::KubeletSim sim(plugin_dir_);
+    if (auto st = sim.start(); !st) return fail("kubelet simulator: " + st.error().message), 1;
+    for (int i = 0; i < o_.launches; ++i) {
+      if (!dra_launch(api, sim, root, DraState::Connected, i == o_.launches - 1)) return 1;
+      if (!dra_launch(api, sim, root, DraState::SliceWriteHangs, false)) return 1;
+      if (!dra_launch(api, sim, root, DraState::PrepareInFlight, false)) return 1;
+      if (!dra_launch(api, sim, root, DraState::NoApiServer, false)) return 1;
+    }
+    sim.stop();
+    print_dra();
+    if (!exit_codes_.empty()) return fail("the plugin did not exit cleanly on SIGTERM"), 1;
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+    return 0;
+  }
+
+  enum class DraState { Connected, SliceWriteHangs, PrepareInFlight, NoApiServer };
+
+  std::vector<std::string> dra_argv() const {
+    auto argv = plugin_argv(plugin_dir_, "");
+    argv.insert(argv.end(), {"--dra", "--cdi-spec-dir", cdi_dir_});
+    if (o_.mode == Mode::Dra) argv.insert(argv.end(), {"--dra-gpus", "0,1,2,3"});
+    return argv;
+  }
+
+  // This node's pool of gpu.nvidia.com in `slices`: complete when every slice of it is there at one
+  // generation; `owned` also asks for the Node as every slice's owner.
+  static bool pool_complete(const std::map<std::string, nlohmann::json>& slices, const std::string& node_uid,
+                            bool owned) {
+    int64_t count = -1, generation = -1;
+    size_t seen = 0;
+    for (const auto& [name, slice] : slices) {
+      const auto& spec = slice["spec"];
+      if (spec.value("driver", "") != kDraDriver || spec.value("nodeName", "") != kNode) continue;
+      const auto& pool = spec["pool"];
+      const int64_t g = pool.value("generation", int64_t{-1}), c = pool.value("resourceSliceCount", int64_t{-1});
+      if (seen > 0 && (g != generation || c != count)) return false;
+      generation = g;
+      count = c;
+      ++seen;
+      if (owned) {
+        const auto& refs = slice["metadata"].value("ownerReferences", nlohmann::json::array());
+        if (refs.empty() || refs[0].value("uid", "") != node_uid || refs[0].value("kind", "") != "Node") return false;
+      }
+    }
+    return seen > 0 && static_cast<int64_t>(seen) == count;
+  }
+
+  // When the pool first became complete (owned or not), replaying the fake's history from `since`.
+  static std::optional<Clock::time_point> first_complete(const kgpu::test::FakeApiServer& api, Clock::time_point since,
+                                                         bool owned) {
+    std::map<std::string, nlohmann::json> slices;
+    const std::string node_uid = api.node_uid();
+    for (const auto& change : api.slice_history()) {
+      if (change.type == "DELETED")
+        slices.erase(change.name);
+      else
+        slices[change.name] = change.object;
+      if (change.at >= since && pool_complete(slices, node_uid, owned)) return change.at;
+    }
+    return std::nullopt;
+  }
+
+  bool dra_launch(kgpu::test::FakeApiServer& api, kgpu::sim::KubeletSim& sim, const std::string& root, DraState state,
+                  bool measure_idle_now) {
+    // (d): an address where nothing listens. Otherwise the fake, with this node's slices deleted so
+    // that every launch publishes them afresh.
+    const int dead_port = kgpu::test::FakeApiServer::free_port();
+    const std::string api_url = state == DraState::NoApiServer ? "http://127.0.0.1:" + std::to_string(dead_port)
+                                                               : api.url();
+    for (const auto& [name, slice] : api.slices()) api.remove_slice(name);
+    std::vector<std::string> env = env_;
+    env.insert(env.end(), {"NODE_NAME=" + std::string(kNode), "KGPU_KUBE_API=" + api_url});
+    if (o_.mode == Mode::DraOnly) env.push_back("KGPU_DEVICE_PLUGIN=false");
+    kgpu::sim::DraKubeletSim kubelet(root, 34);
+
+    const int watches_before = api.slice_counts().watches;
+    const auto t0 = Clock::now();
+    Child plugin(dra_argv(), env, log_);
+    if (!plugin.started()) return fail("cannot start " + o_.binary);
+    auto registered = kubelet.wait_for_plugin(30s);
+    if (!registered) return fail("the DRA plugin did not register: " + registered.error().message);
+    const auto dra_registered = Clock::now();
+    if (state == DraState::NoApiServer) {
+      record_exit(dra_sigterm_no_api_, sigterm_and_wait(plugin));
+      return true;
+    }
+    dra_registered_.values.push_back(ms(dra_registered - t0));
+    if (!api.wait_slices([](const auto& slices) { return pool_complete(slices, "", false); }, 30s))
+      return fail("the slices were not published within 30 s");
+    if (auto at = first_complete(api, t0, false)) dra_slices_.values.push_back(ms(*at - t0));
+    if (o_.mode == Mode::Dra) {
+      auto dp = wait_registered_since(sim, t0, {}, 30s);
+      if (!dp) return fail("the device-plugin side did not register within 30 s");
+      launch_.values.push_back(ms(*dp - t0));
+    }
+    // The slice watch is open: kgpu follows its slices.
+    if (!api.wait_slice_counts([&](const auto& c) { return c.watches > watches_before; }, 30s))
+      return fail("kgpu never watched its slices");
+
+    std::string device;
+    for (const auto& [name, slice] : api.slices())
+      if (slice["spec"].value("driver", "") == kDraDriver && !slice["spec"]["devices"].empty())
+        device = slice["spec"]["devices"][0].value("name", "");
+    if (device.empty()) return fail("no device published");
+    const std::string uid = "claim-" + std::to_string(++claims_);
+    api.put_resource_claim(claim_json(uid, device));
+    const kgpu::sim::DraClaim claim{"team-a", "train", uid};
+
+    if (state == DraState::PrepareInFlight) {
+      const size_t reads = api.claim_reads().size();
+      api.stall_claim_reads(true);
+      std::thread caller([&] { (void)kubelet.prepare(kDraDriver, {claim}, 30s); });
+      const bool in_flight = api.wait_claim_reads(reads + 1, 30s);
+      if (in_flight) record_exit(dra_sigterm_prepare_, sigterm_and_wait(plugin));
+      api.stall_claim_reads(false);
+      caller.join();
+      return in_flight || fail("the claim was never read");
+    }
+
+    for (int round = 0; round < 2; ++round) {
+      auto begun = Clock::now();
+      auto prepared = kubelet.prepare(kDraDriver, {claim}, 30s);
+      if (!prepared || !prepared->count(uid) || !prepared->at(uid).error.empty())
+        return fail("NodePrepareResources failed: " +
+                    (!prepared ? prepared.error().message
+                               : prepared->count(uid) ? prepared->at(uid).error : std::string("no answer")));
+      (round == 0 ? dra_prepare_ : dra_prepare_again_).values.push_back(ms(Clock::now() - begun));
+    }
+    auto begun = Clock::now();
+    auto unprepared = kubelet.unprepare(kDraDriver, {claim}, 30s);
+    if (!unprepared || !unprepared->count(uid) || !unprepared->at(uid).empty())
+      return fail("NodeUnprepareResources failed");
+    dra_unprepare_.values.push_back(ms(Clock::now() - begun));
+    ++dra_launches_;
+    if (auto at = first_complete(api, t0, true)) {
+      ++dra_owned_;
+      dra_slices_owned_.values.push_back(ms(*at - t0));
+    }
+
+    if (state == DraState::SliceWriteHangs) {
+      // Someone deletes a slice: kgpu's watch sees it and re-creates it; the API server takes the
+      // request and never answers.
+      api.stall_slice_writes(true);
+      const int writes = api.slice_counts().writes();
+      std::string victim;
+      for (const auto& [name, slice] : api.slices())
+        if (slice["spec"].value("driver", "") == kDraDriver) victim = name;
+      api.remove_slice(victim);
+      const bool hanging = api.wait_slice_writes(writes + 1, 30s);
+      if (hanging) record_exit(dra_sigterm_hanging_, sigterm_and_wait(plugin));
+      api.stall_slice_writes(false);
+      return hanging || fail("kgpu did not put back a deleted slice");
+    }
+    if (measure_idle_now) measure_idle(plugin.pid(), sim);
+    record_exit(dra_sigterm_connected_, sigterm_and_wait(plugin));
+    return true;
+  }
+
+  static nlohmann::json claim_json(const std::string& uid, const std::string& device) {
+    nlohmann::json result = {{"request", "gpu"}, {"driver", kDraDriver}, {"pool", kNode}, {"device", device}};
+    return {{"apiVersion", "resource.k8s.io/v1"},
+            {"kind", "ResourceClaim"},
+            {"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", uid}}},
+            {"spec", {{"devices", {{"requests", nlohmann::json::array()}}}}},
+            {"status", {{"allocation", {{"devices", {{"results", {result}}, {"config", nlohmann::json::array()}}}}}}}};
+  }
+
+  void print_dra() const {
+    std::printf("kgpu lifecycle, %s: %s, fleet %s, %d launches per state, %d s idle\n\n",
+                o_.mode == Mode::Dra ? "DRA and device-plugin API (--dra --dra-gpus 0,1,2,3)"
+                                     : "DRA only (--dra, KGPU_DEVICE_PLUGIN=false)",
+                o_.binary.c_str(), fs::path(o_.fleet).filename().c_str(), o_.launches, o_.idle_seconds);
+    std::printf("| figure (ms) | median | min | max |\n|---|---|---|---|\n");
+    print_row(dra_slices_);
+    print_row(dra_slices_owned_);
+    print_row(dra_registered_);
+    if (o_.mode == Mode::Dra) print_row(launch_);
+    print_row(dra_prepare_);
+    print_row(dra_prepare_again_);
+    print_row(dra_unprepare_);
+    print_row(dra_sigterm_connected_);
+    print_row(dra_sigterm_hanging_);
+    print_row(dra_sigterm_prepare_);
+    print_row(dra_sigterm_no_api_);
+    std::printf("\nslices owned by the Node (ownerReferences) once prepared: %d of %d launches\n", dra_owned_,
+                dra_launches_);
+    print_idle();
+  }
+
   // SIGTERM with no kubelet: the plugin serves its socket and waits for kubelet.sock.
   bool launches_without_kubelet() {
     for (int i = 0; i < o_.launches; ++i) {
@@ -524,6 +766,10 @@ class Bench {
     print_row({sigterm_grpc_.label + " (" + large + ")", sigterm_grpc_.values});
     print_row({sigterm_raw_.label + " (" + large + ")", sigterm_raw_.values});
     print_row(sigterm_alone_);
+    print_idle();
+  }
+
+  void print_idle() const {
     std::printf("\n");
     if (!idle_after_.ok) {
       std::printf("idle figures: the process was gone\n");
@@ -573,6 +819,18 @@ class Bench {
   Figure sigterm_grpc_{"SIGTERM -> exit, + a gRPC reader that stopped reading", {}};
   Figure sigterm_raw_{"SIGTERM -> exit, + 2 peers that never read their socket", {}};
   Figure sigterm_alone_{"SIGTERM -> exit, no kubelet (waiting to register)", {}};
+  std::string cdi_dir_;
+  int claims_ = 0, dra_launches_ = 0, dra_owned_ = 0;
+  Figure dra_slices_{"launch (posix_spawn) -> slices complete at the API server", {}};
+  Figure dra_slices_owned_{"launch (posix_spawn) -> slices complete and owned by the Node", {}};
+  Figure dra_registered_{"launch (posix_spawn) -> DRA plugin registered (GetInfo, NotifyRegistrationStatus)", {}};
+  Figure dra_prepare_{"NodePrepareResources, 1 claim", {}};
+  Figure dra_prepare_again_{"NodePrepareResources, the same claim again", {}};
+  Figure dra_unprepare_{"NodeUnprepareResources, 1 claim", {}};
+  Figure dra_sigterm_connected_{"SIGTERM -> exit, kubelet connected, slices published, slice watch open", {}};
+  Figure dra_sigterm_hanging_{"SIGTERM -> exit, a slice write hanging at the API server", {}};
+  Figure dra_sigterm_prepare_{"SIGTERM -> exit, NodePrepareResources in flight (claim read hanging)", {}};
+  Figure dra_sigterm_no_api_{"SIGTERM -> exit, no API server (nothing listening)", {}};
   kgpu::bench::ProcSample idle_before_, idle_after_;
   std::vector<std::string> exit_codes_;
 };

@@ -12,7 +12,9 @@
 // received is checked against the ResourceSlice schema essentials (required fields and their types,
 // name formats, at most 128 devices, v1 vs v1beta1 device shape, no unknown fields): a malformed one
 // gets 422 and is counted, so tests fail on it. fail_slice_writes() / fail_slice_lists() make the
-// next requests answer a given status (409 once, 500...).
+// next requests answer a given status (409 once, 500...). ResourceClaims: served at every served
+// version's path, each GET's version recorded (claim_reads()), stallable. The Node has a fixed
+// metadata.uid (node_uid()), which the DRA driver puts in its slices' owner reference.
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -120,7 +122,13 @@ class FakeApiServer {
     add_resource_slice_routes();
     server_.Get(R"(/apis/resource\.k8s\.io/([^/]+)/namespaces/([^/]+)/resourceclaims/([^/]+))",
                 [this](const httplib::Request& req, httplib::Response& res) {
-                  std::lock_guard lock(mu_);
+                  std::unique_lock lock(mu_);
+                  claim_reads_.push_back(std::string(req.matches[1]));
+                  cv_.notify_all();
+                  if (stall_claim_reads_) {
+                    cv_.wait(lock, [&] { return stopping_ || !stall_claim_reads_; });
+                    return status(res, 503, "ServiceUnavailable");
+                  }
                   if (!serves(std::string(req.matches[1]))) return status(res, 404, "NotFound");
                   auto it = claims_.find(std::string(req.matches[2]) + "/" + std::string(req.matches[3]));
                   if (it == claims_.end()) return status(res, 404, "NotFound");
@@ -233,6 +241,12 @@ class FakeApiServer {
     std::lock_guard lock(mu_);
     return slice_counts_;
   }
+  // Blocks until `pred(slice_counts())` holds, re-checked on every request; false after the timeout.
+  template <typename Pred>
+  bool wait_slice_counts(Pred pred, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return pred(slice_counts_); });
+  }
   // Why each rejected body was rejected.
   std::vector<std::string> slice_rejections() const {
     std::lock_guard lock(mu_);
@@ -302,6 +316,55 @@ class FakeApiServer {
     const std::string key = claim["metadata"]["namespace"].get<std::string>() + "/" +
                             claim["metadata"]["name"].get<std::string>();
     claims_[key] = std::move(claim);
+  }
+  // The version of every ResourceClaim GET so far, in order ("v1", "v1beta2", ...).
+  std::vector<std::string> claim_reads() const {
+    std::lock_guard lock(mu_);
+    return claim_reads_;
+  }
+  // While set, ResourceClaim GETs are accepted and then left unanswered (503 once released).
+  void stall_claim_reads(bool stall) {
+    {
+      std::lock_guard lock(mu_);
+      stall_claim_reads_ = stall;
+    }
+    cv_.notify_all();
+  }
+  // Blocks until at least `count` ResourceClaim GETs arrived (answered or not), or the timeout passes.
+  bool wait_claim_reads(size_t count, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return claim_reads_.size() >= count; });
+  }
+  // The Node's metadata.uid (GET /api/v1/nodes/<name> and its watch events).
+  std::string node_uid() const {
+    std::lock_guard lock(mu_);
+    return node_uid_;
+  }
+  // Blocks until `pred` holds for the stored slices (by name, as v1 serves them), re-checked on
+  // every change; false after the timeout.
+  template <typename Pred>
+  bool wait_slices(Pred pred, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] {
+      std::map<std::string, nlohmann::json> all;
+      for (const auto& [name, stored] : slices_) all[name] = served_slice(stored, "v1");
+      return pred(all);
+    });
+  }
+  // Every change of the stored slices so far, in order, with when it happened (for benchmarks that
+  // replay them: when did the node's slices first become complete).
+  struct SliceChange {
+    std::chrono::steady_clock::time_point at;
+    std::string type;  // ADDED, MODIFIED, DELETED
+    std::string name;
+    nlohmann::json object;  // as v1 serves it (DELETED: as it was)
+  };
+  std::vector<SliceChange> slice_history() const {
+    std::lock_guard lock(mu_);
+    std::vector<SliceChange> out;
+    for (const auto& e : slice_events_)
+      out.push_back({e.at, e.type, e.slice.object["metadata"].value("name", ""), served_slice(e.slice, "v1")});
+    return out;
   }
   // Every stored slice by name, as `version` serves it (with metadata.resourceVersion).
   std::map<std::string, nlohmann::json> slices(const std::string& version = "v1") const {
@@ -375,6 +438,7 @@ class FakeApiServer {
     server_.Get("/apis/resource.k8s.io", [this](const httplib::Request&, httplib::Response& res) {
       std::lock_guard lock(mu_);
       ++slice_counts_.discoveries;
+      cv_.notify_all();
       json versions = json::array();
       for (const auto& v : resource_versions_)
         versions.push_back({{"groupVersion", "resource.k8s.io/" + v}, {"version", v}});
@@ -388,6 +452,7 @@ class FakeApiServer {
       if (req.get_param_value("watch") == "1") return watch_slices(req, res);
       std::lock_guard lock(mu_);
       ++slice_counts_.lists;
+      cv_.notify_all();
       const std::string version = req.matches[1];
       if (!serves(version)) return status(res, 404, "NotFound");
       if (take(list_failures_, res)) return;
@@ -568,7 +633,7 @@ class FakeApiServer {
   }
   // mu_ held. Every change, for watches (which replay those after their resourceVersion).
   void record_slice_event(const std::string& type, const StoredSlice& slice) {
-    slice_events_.push_back({type, slice});
+    slice_events_.push_back({type, slice, std::chrono::steady_clock::now()});
     cv_.notify_all();
   }
   size_t first_slice_event_after(size_t rv) const {
@@ -773,10 +838,13 @@ class FakeApiServer {
   nlohmann::json node_json() const {
     return {{"kind", "Node"},
             {"apiVersion", "v1"},
-            {"metadata", {{"name", node_}, {"resourceVersion", std::to_string(resource_version_)}, {"labels", labels_}}}};
+            {"metadata",
+             {{"name", node_}, {"uid", node_uid_}, {"resourceVersion", std::to_string(resource_version_)},
+              {"labels", labels_}}}};
   }
 
   std::string node_;
+  const std::string node_uid_ = "5e1f0000-0000-4000-8000-000000000001";
   std::map<std::string, std::string> labels_;
   size_t resource_version_ = 1;
   std::vector<std::pair<size_t, std::string>> events_;
@@ -789,10 +857,13 @@ class FakeApiServer {
   int epoch_ = 0;  // end_watches() count
   std::map<std::string, StoredSlice> slices_;
   std::map<std::string, nlohmann::json> claims_;  // by namespace/name
+  std::vector<std::string> claim_reads_;          // the version of each claim GET
+  bool stall_claim_reads_ = false;
   size_t slice_rv_ = 1000;
   struct SliceEvent {
     std::string type;
     StoredSlice slice;  // as it was then (resource_version: the event's)
+    std::chrono::steady_clock::time_point at;
   };
   std::vector<SliceEvent> slice_events_;
   std::vector<std::string> resource_versions_{"v1", "v1beta1"};
