@@ -20,6 +20,7 @@
 #include "cli/telemetry_wiring.h"
 #include "metrics/metrics_server.h"
 #include "metrics/plan_metrics.h"
+#include "server/transport_metrics.h"
 #include "mps/readiness.h"
 #include "mps/readiness_watcher.h"
 
@@ -117,6 +118,9 @@ int run_plugin(const PluginArgs& args) {
   // An MPS supervisor that stops or dies withdraws its resource (re-plan: mps_ready says no).
   kgpu::MpsReadinessWatcher mps_readiness(
       [&daemon] { daemon.update_inventory([](const kgpu::Inventory& i) { return i; }); });
+  if (auto transport = daemon.transport(); metrics_server && transport)
+    metrics.add_exposition(
+        [transport](std::string& out) { kgpu::server::append_transport_metrics(*transport, out); });
   if (metrics_server)
     daemon.on_plan_changed([&metrics](const kgpu::Config&, const kgpu::Inventory&, const kgpu::ResourcePlan& plan) {
       kgpu::record_plan(metrics, plan);

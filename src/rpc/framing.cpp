@@ -37,15 +37,20 @@ RpcStatus MessageReader::feed(std::string_view bytes) {
     }
     size_t have = buffer_.size() - kPrefixBytes;
     size_t take = std::min(length - have, bytes.size());
-    if (have == 0) buffer_.reserve(kPrefixBytes + length);
+    // No reserve(length): a 5-byte prefix announcing 4 MiB must not cost 4 MiB before the bytes come.
     buffer_.append(bytes.substr(0, take));
     bytes.remove_prefix(take);
     if (buffer_.size() - kPrefixBytes == length) {
       messages_.push_back(buffer_.substr(kPrefixBytes));
+      complete_bytes_ += length;
       buffer_.clear();
+      buffer_.shrink_to_fit();
     }
   }
-  if (!failed_.ok()) buffer_.clear();
+  if (!failed_.ok()) {
+    buffer_.clear();
+    buffer_.shrink_to_fit();
+  }
   return failed_;
 }
 
@@ -53,6 +58,7 @@ std::optional<std::string> MessageReader::next() {
   if (messages_.empty()) return std::nullopt;
   std::string m = std::move(messages_.front());
   messages_.pop_front();
+  complete_bytes_ -= m.size();
   return m;
 }
 

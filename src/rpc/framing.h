@@ -32,12 +32,14 @@ class MessageReader {
   std::optional<std::string> next();  // the oldest complete message
   bool in_message() const { return !buffer_.empty(); }  // an unfinished message is buffered
   size_t complete() const { return messages_.size(); }
+  size_t buffered() const { return buffer_.size() + complete_bytes_; }  // bytes held, for input bounds
 
  private:
   size_t max_message_;
   RpcStatus failed_;
   std::string buffer_;  // prefix and body of the message being received
   std::deque<std::string> messages_;
+  size_t complete_bytes_ = 0;
 };
 
 // grpc-message: printable ASCII except '%' as is, everything else %XX (UTF-8 bytes).

@@ -7,6 +7,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
+#include <optional>
+#include <stdexcept>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -28,17 +31,27 @@ namespace kgpu::rpc {
 // The serving thread's state. Everything but the mailbox is touched only on that thread.
 struct Server::Impl {
   UniqueFd epoll;
-  UniqueFd wake;  // eventfd
+  UniqueFd wake;   // eventfd
+  UniqueFd timer;  // timerfd: armed only while a deadline is pending (see arm_timer)
   std::shared_ptr<Mailbox> mailbox;
+  TransportLog log;  // written on the serving thread; counts read from any thread
+  InputBudget budget;
   std::thread thread;
   bool stopping = false;
+  std::atomic<bool> dead{false};  // the loop ended without stop(): nothing is served any more
+  std::function<void(const std::string&)> on_failure;
   uint64_t next_id = 1;
+  std::optional<Clock::time_point> timer_at;  // what `timer` is armed for
 
   struct Listener {
     UniqueFd fd;
     std::shared_ptr<const Service> service;
     std::set<uint64_t> connections;
     bool warned_full = false;
+    // Out of file descriptors (EMFILE...): accepting pauses until then, so a listening socket
+    // that stays readable does not spin the loop.
+    std::optional<Clock::time_point> paused_until;
+    std::chrono::milliseconds pause{100};
   };
   std::unordered_map<uint64_t, Listener> listeners;
   struct Open {
@@ -50,11 +63,17 @@ struct Server::Impl {
   std::set<uint64_t> dirty;  // connections with output to produce
 
   // epoll tags: the kind in the top byte, the id below.
-  static constexpr uint64_t kWakeTag = 0;
+  static constexpr uint64_t kWakeTag = 0, kTimerTag = 1;
   static constexpr uint64_t kListenerKind = 1ull << 56, kConnectionKind = 2ull << 56, kKindMask = 0xffull << 56;
 
   void run();
+  void serve_events(const epoll_event* events, int n);
+  void run_tasks();
+  void on_timer();
+  void arm_timer();
   void accept_on(uint64_t id);
+  bool make_room(Listener& l);
+  void pause_accepting(uint64_t id, Listener& l, int error);
   void close_connection(uint64_t id);
   void close_listener(uint64_t id);
   void flush_dirty();
@@ -206,31 +225,93 @@ void Server::Impl::run() {
   std::array<epoll_event, 64> events;
   while (!stopping) {
     int n = ::epoll_wait(epoll.get(), events.data(), static_cast<int>(events.size()), -1);
-    if (n < 0 && errno != EINTR) {
-      spdlog::error("gRPC server: epoll_wait failed: {}", std::strerror(errno));
-      break;
+    if (n < 0 && errno != EINTR) throw std::runtime_error(std::string("epoll_wait failed: ") + std::strerror(errno));
+    serve_events(events.data(), n);
+    run_tasks();
+    flush_dirty();
+    arm_timer();
+  }
+}
+
+// A failure while serving one connection (bad_alloc in nghttp2's or our code) costs that
+// connection only; the loop goes on for every other socket.
+void Server::Impl::serve_events(const epoll_event* events, int n) {
+  for (int i = 0; i < n; ++i) {
+    uint64_t tag = events[i].data.u64;
+    uint32_t what = events[i].events;
+    uint64_t id = tag & ~kKindMask;
+    if (tag == kWakeTag) {
+      eventfd_t v;
+      ::eventfd_read(wake.get(), &v);
+    } else if (tag == kTimerTag) {
+      uint64_t expirations;
+      [[maybe_unused]] auto r = ::read(timer.get(), &expirations, sizeof(expirations));
+      timer_at.reset();
+      on_timer();
+    } else if ((tag & kKindMask) == kListenerKind) {
+      accept_on(id);
+    } else if (auto* conn = connection(id)) {
+      bool alive = false;
+      try {
+        alive = !(what & (EPOLLIN | EPOLLHUP | EPOLLERR)) || conn->on_readable();
+      } catch (const std::exception& e) {
+        spdlog::error("gRPC server: closing a connection after a failure: {}", e.what());
+      }
+      if (alive) dirty.insert(id);
+      else close_connection(id);
     }
-    for (int i = 0; i < n; ++i) {
-      uint64_t tag = events[static_cast<size_t>(i)].data.u64;
-      uint32_t what = events[static_cast<size_t>(i)].events;
-      uint64_t id = tag & ~kKindMask;
-      if (tag == kWakeTag) {
-        eventfd_t v;
-        ::eventfd_read(wake.get(), &v);
-      } else if ((tag & kKindMask) == kListenerKind) {
-        accept_on(id);
-      } else if (auto* conn = connection(id)) {
-        bool alive = true;
-        if (what & (EPOLLIN | EPOLLHUP | EPOLLERR)) alive = conn->on_readable();
-        if (alive) dirty.insert(id);
-        else close_connection(id);
+  }
+}
+
+// Replies, stream messages and requests posted meanwhile; each may post more.
+void Server::Impl::run_tasks() {
+  for (auto tasks = mailbox->take(); !tasks.empty(); tasks = mailbox->take())
+    for (auto& task : tasks) {
+      try {
+        task(*this);
+      } catch (const std::exception& e) {
+        spdlog::error("gRPC server: a reply failed: {}", e.what());
       }
     }
-    // Replies, stream messages and requests posted meanwhile; each may post more.
-    for (auto tasks = mailbox->take(); !tasks.empty(); tasks = mailbox->take())
-      for (auto& task : tasks) task(*this);
-    flush_dirty();
+}
+
+void Server::Impl::on_timer() {
+  auto now = Clock::now();
+  for (auto& [id, l] : listeners)
+    if (l.paused_until && *l.paused_until <= now) {
+      l.paused_until.reset();
+      watch(l.fd.get(), kListenerKind | id, EPOLLIN, EPOLL_CTL_MOD);
+      accept_on(id);
+    }
+  std::vector<uint64_t> expired;
+  for (auto& [id, open] : connections) {
+    auto next = open.connection->next_deadline();
+    if (!next || *next > now) continue;
+    if (open.connection->expire(now)) dirty.insert(id);
+    else expired.push_back(id);
   }
+  for (uint64_t id : expired) close_connection(id);
+}
+
+// The earliest deadline of any connection or paused listener; none: disarmed, so an idle server
+// never wakes up.
+void Server::Impl::arm_timer() {
+  std::optional<Clock::time_point> next;
+  auto consider = [&](std::optional<Clock::time_point> t) {
+    if (t && (!next || *t < *next)) next = t;
+  };
+  for (const auto& [id, l] : listeners) consider(l.paused_until);
+  for (const auto& [id, open] : connections) consider(open.connection->next_deadline());
+  if (next == timer_at) return;
+  timer_at = next;
+  itimerspec spec{};
+  if (next) {
+    auto wait = std::max<Clock::duration>(std::chrono::nanoseconds(1), *next - Clock::now());
+    auto secs = std::chrono::duration_cast<std::chrono::seconds>(wait);
+    spec.it_value.tv_sec = secs.count();
+    spec.it_value.tv_nsec = std::chrono::duration_cast<std::chrono::nanoseconds>(wait - secs).count();
+  }
+  ::timerfd_settime(timer.get(), 0, &spec, nullptr);
 }
 
 void Server::Impl::flush_dirty() {
@@ -238,7 +319,13 @@ void Server::Impl::flush_dirty() {
   for (uint64_t id : ids) {
     auto it = connections.find(id);
     if (it == connections.end()) continue;
-    if (!it->second.connection->flush()) {
+    bool alive = false;
+    try {
+      alive = it->second.connection->flush();
+    } catch (const std::exception& e) {
+      spdlog::error("gRPC server: closing a connection after a failure: {}", e.what());
+    }
+    if (!alive) {
       close_connection(id);
       continue;
     }
@@ -250,21 +337,53 @@ void Server::Impl::flush_dirty() {
   }
 }
 
+// At the per-socket cap a new connection takes the place of one that is not working: the oldest
+// that has not completed its HTTP/2 handshake, else the oldest with no call open. A connection
+// with a call open (the kubelet's, holding ListAndWatch) is never displaced. False: no room.
+bool Server::Impl::make_room(Listener& l) {
+  if (l.connections.size() < kMaxConnectionsPerSocket) return true;
+  ServerConnection* victim = nullptr;
+  uint64_t victim_id = 0;
+  auto older = [](ServerConnection* a, ServerConnection* b) { return !b || a->accepted_at() < b->accepted_at(); };
+  for (uint64_t cid : l.connections)
+    if (auto* c = connection(cid); c && !c->handshaken() && older(c, victim)) victim = c, victim_id = cid;
+  if (!victim)
+    for (uint64_t cid : l.connections)
+      if (auto* c = connection(cid); c && c->open_calls() == 0 && older(c, victim)) victim = c, victim_id = cid;
+  if (!victim) return false;
+  close_connection(victim_id);
+  return true;
+}
+
+void Server::Impl::pause_accepting(uint64_t id, Listener& l, int error) {
+  if (!l.paused_until)
+    spdlog::warn("gRPC server: cannot accept connections ({}); pausing accepts for {} ms, serving the open ones",
+                 std::strerror(error), l.pause.count());
+  l.paused_until = Clock::now() + l.pause;
+  l.pause = std::min<std::chrono::milliseconds>(l.pause * 2, std::chrono::seconds(2));
+  watch(l.fd.get(), kListenerKind | id, 0, EPOLL_CTL_MOD);
+}
+
 void Server::Impl::accept_on(uint64_t id) {
   auto it = listeners.find(id);
-  if (it == listeners.end()) return;
+  if (it == listeners.end() || it->second.paused_until) return;
   Listener& l = it->second;
   for (;;) {
     UniqueFd fd(::accept4(l.fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd.valid()) return;  // EAGAIN, or a peer that left before we took it
-    if (l.connections.size() >= kMaxConnectionsPerSocket) {
+    if (!fd.valid()) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) pause_accepting(id, l, errno);
+      return;  // EAGAIN, or a peer that left before we took it
+    }
+    l.pause = std::chrono::milliseconds(100);
+    if (!make_room(l)) {
       if (!l.warned_full)
-        spdlog::warn("gRPC server: refusing connections beyond {} on one socket", kMaxConnectionsPerSocket);
+        spdlog::warn("gRPC server: refusing connections beyond {} on one socket (every one has a call open)",
+                     kMaxConnectionsPerSocket);
       l.warned_full = true;
       continue;  // closed at once
     }
     uint64_t cid = next_id++;
-    auto conn = std::make_unique<ServerConnection>(cid, std::move(fd), l.service, mailbox);
+    auto conn = std::make_unique<ServerConnection>(cid, std::move(fd), l.service, mailbox, log, budget);
     if (!conn->valid()) continue;
     watch(conn->fd(), kConnectionKind | cid, EPOLLIN, EPOLL_CTL_ADD);
     connections[cid] = Open{id, std::move(conn), false};
@@ -321,14 +440,18 @@ bool Server::Impl::run_on_loop(const std::function<void(Impl&)>& task) {
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Result<std::unique_ptr<Server>> Server::start() {
+Result<std::unique_ptr<Server>> Server::start(std::function<void(const std::string&)> on_failure) {
   auto impl = std::make_unique<Impl>();
   impl->epoll = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
   impl->wake = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!impl->epoll.valid() || !impl->wake.valid())
-    return Error::unavailable(std::string("gRPC server: cannot create its epoll/eventfd: ") + std::strerror(errno));
+  impl->timer = UniqueFd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!impl->epoll.valid() || !impl->wake.valid() || !impl->timer.valid())
+    return Error::unavailable(std::string("gRPC server: cannot create its epoll/eventfd/timerfd: ") +
+                              std::strerror(errno));
   impl->mailbox = std::make_shared<Mailbox>(impl->wake.get());
+  impl->on_failure = std::move(on_failure);
   impl->watch(impl->wake.get(), Impl::kWakeTag, EPOLLIN, EPOLL_CTL_ADD);
+  impl->watch(impl->timer.get(), Impl::kTimerTag, EPOLLIN, EPOLL_CTL_ADD);
   Impl* raw = impl.get();
   try {
     impl->thread = std::thread([raw] {
@@ -337,13 +460,21 @@ Result<std::unique_ptr<Server>> Server::start() {
       ::sigfillset(&all);
       ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
       name_this_thread("kgpu-rpc");  // serves every gRPC socket of the daemon
+      std::string failure;
       try {
         raw->run();
       } catch (const std::exception& e) {
-        spdlog::critical("gRPC server thread failed: {}", e.what());
+        failure = e.what();
       } catch (...) {
-        spdlog::critical("gRPC server thread failed");
+        failure = "unknown exception";
       }
+      if (raw->stopping) return;
+      // Nothing is served any more: say so, let every waiter go (run_on_loop sees a closed
+      // mailbox), and let the owner end the process so the kubelet sees the plugin gone.
+      raw->dead = true;
+      raw->mailbox->close();
+      spdlog::critical("gRPC server thread failed: {}; no socket is served any more", failure);
+      if (raw->on_failure) raw->on_failure(failure);
     });
   } catch (const std::system_error& e) {
     return Error::unavailable(std::string("gRPC server: cannot start its thread: ") + e.what());
@@ -361,7 +492,10 @@ Result<uint64_t> Server::serve(UniqueFd listening, std::shared_ptr<const Service
   bool ran = impl_->run_on_loop([&](Impl& self) {
     id = self.next_id++;
     self.watch(listening.get(), Impl::kListenerKind | id, EPOLLIN, EPOLL_CTL_ADD);
-    self.listeners[id] = Impl::Listener{std::move(listening), std::move(service), {}, false};
+    Impl::Listener listener;
+    listener.fd = std::move(listening);
+    listener.service = std::move(service);
+    self.listeners[id] = std::move(listener);
   });
   if (!ran) return Error::unavailable("gRPC server: stopped");
   return id;
@@ -382,6 +516,10 @@ size_t Server::connections(uint64_t listener) const {
   });
   return n;
 }
+
+std::vector<TransportLog::Count> Server::error_counts() const { return impl_->log.counts(); }
+
+bool Server::serving() const { return !impl_->dead; }
 
 void Server::stop() {
   if (!impl_ || !impl_->thread.joinable()) return;

@@ -11,10 +11,12 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 #include "core/unique_fd.h"
 #include "rpc/status.h"
+#include "rpc/transport_log.h"
 
 namespace kgpu::rpc {
 
@@ -101,8 +103,10 @@ Result<UniqueFd> listen_unix(const std::string& path, int backlog = 64);
 
 class Server {
  public:
-  // Starts the serving thread.
-  static Result<std::unique_ptr<Server>> start();
+  // Starts the serving thread. `on_failure` (optional) runs on that thread if it ever ends by
+  // itself (an error it cannot serve past): every socket is then unserved, and the owner should
+  // exit so the plugin is restarted.
+  static Result<std::unique_ptr<Server>> start(std::function<void(const std::string&)> on_failure = {});
   ~Server();  // stop()
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -113,6 +117,10 @@ class Server {
   // thread; returns when done.
   void close(uint64_t listener);
   size_t connections(uint64_t listener) const;
+  // False once the serving thread has failed (see start()); any thread.
+  bool serving() const;
+  // Streams reset and connections closed with an error, by HTTP/2 error code; any thread.
+  std::vector<TransportLog::Count> error_counts() const;
   // Closes everything and ends the thread. Idempotent.
   void stop();
 

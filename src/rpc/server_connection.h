@@ -2,38 +2,76 @@
 // One accepted HTTP/2 connection of the gRPC server: its nghttp2 session and its calls. Used only
 // on the server's thread. Output is produced a frame at a time and only while the socket takes
 // it, so a peer that stops reading holds at most one frame here (and its streams' two messages).
+//
+// What a peer can make it hold is bounded (issue 27): one request message per call, the input a
+// connection and the whole process buffer (InputBudget), the decoded size of a header block, the
+// streams of one connection, and the bytes that stalled ListAndWatch streams pin. No callback lets
+// an exception into nghttp2 (C code): a failure costs its connection only.
 #include <nghttp2/nghttp2.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "core/unique_fd.h"
 #include "rpc/framing.h"
 #include "rpc/h2_io.h"
+#include "rpc/request_head.h"
 #include "rpc/server.h"
+#include "rpc/transport_log.h"
 
 namespace kgpu::rpc {
 
+using Clock = std::chrono::steady_clock;
+
+// What every connection of one server may hold at once, shared on the server's thread.
+struct InputBudget {
+  size_t per_connection = 16u << 20;  // request bytes one connection buffers
+  size_t process = 64u << 20;         // request bytes all connections buffer together
+  size_t pinned_limit = 64u << 20;    // superseded stream messages still being written, all together
+  size_t used = 0;
+  size_t pinned = 0;
+};
+
 class ServerConnection {
  public:
-  ServerConnection(uint64_t id, UniqueFd fd, std::shared_ptr<const Service> service, std::shared_ptr<Mailbox> mailbox);
+  static constexpr size_t kMaxStreams = 128;  // concurrent streams; more are refused (REFUSED_STREAM)
+  static constexpr size_t kMaxStatusMessage = 1024;  // bytes of a grpc-message before it is cut
+
+  // `log` and `budget` outlive the connection (the server owns them).
+  ServerConnection(uint64_t id, UniqueFd fd, std::shared_ptr<const Service> service, std::shared_ptr<Mailbox> mailbox,
+                   TransportLog& log, InputBudget& budget);
   ~ServerConnection();  // ends every open stream
   ServerConnection(const ServerConnection&) = delete;
   ServerConnection& operator=(const ServerConnection&) = delete;
 
   bool valid() const { return session_ != nullptr; }
   int fd() const { return fd_.get(); }
-  // Reads what the socket has; false: the connection is over (EOF, error, protocol violation).
+  // Reads what the socket has; false: the connection is over (EOF, error, protocol violation; a
+  // GOAWAY is sent first where the socket takes it).
   bool on_readable();
   // Writes what nghttp2 has to send, as far as the socket takes it; false: the connection is over.
   bool flush();
   bool wants_write() const { return wants_write_; }
 
+  // The client preface and its SETTINGS arrived: the connection is a working one.
+  bool handshaken() const { return handshaken_; }
+  // Calls open (a ListAndWatch stream among them, for the kubelet's own connection).
+  size_t open_calls() const { return calls_.size(); }
+  Clock::time_point accepted_at() const { return accepted_at_; }
+  // The earliest moment expire() has something to do: the handshake deadline, a call's grpc-timeout.
+  std::optional<Clock::time_point> next_deadline() const;
+  // Ends what is past its deadline; false: the connection is over (no handshake in time).
+  bool expire(Clock::time_point now);
+
   void complete_unary(int32_t stream, const RpcStatus& status, std::string message);
   void kick_stream(int32_t stream);
+
+  static constexpr std::chrono::seconds kHandshakeDeadline{5};
 
  private:
   struct Call;
@@ -43,16 +81,45 @@ class ServerConnection {
   static int on_data_chunk(nghttp2_session*, uint8_t, int32_t, const uint8_t*, size_t, void*);
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame*, void*);
   static int on_stream_close(nghttp2_session*, int32_t, uint32_t, void*);
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame*, void*);
+  static int on_frame_not_send(nghttp2_session*, const nghttp2_frame*, int, void*);
+  static int on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int, void*);
   static ssize_t read_body(nghttp2_session*, int32_t, uint8_t*, size_t, uint32_t*, nghttp2_data_source*, void*);
 
+  int begin_headers(const nghttp2_frame& frame);
+  int header_field(const nghttp2_frame& frame, std::string_view name, std::string_view value);
+  void data_chunk(int32_t stream, std::string_view data);
+  void frame_recv(const nghttp2_frame& frame);
+  void stream_closed(int32_t stream);
+  void frame_sent(const nghttp2_frame& frame);
+  ssize_t body(int32_t stream, uint8_t* buf, size_t length, uint32_t* flags);
+
   Call* find(int32_t stream);
+  void end_of_headers(Call& call);
+  void reset(Call& call, uint32_t code, const HeadProblem& problem);
+  // Answers a request before it is complete and asks the client to stop sending it.
+  void refuse(Call& call, const RpcStatus& status, bool advertise_identity_encoding = false);
   void dispatch(Call& call);
-  void respond_trailers_only(Call& call, const RpcStatus& status, const char* http_status = "200");
+  void release_input(Call& call);
+  void set_pinned(Call& call, bool pinned);
+  void respond_trailers_only(Call& call, const RpcStatus& status, const char* http_status = "200",
+                             bool advertise_identity_encoding = false);
   void respond_with_body(Call& call);
   void submit_trailers(Call& call);
+  // Ends the connection at once with GOAWAY(code): a peer breaking the protocol or a bound.
+  void terminate(uint32_t code, std::string_view cause, std::string_view detail);
 
   uint64_t id_;
   UniqueFd fd_;
+  Peer peer_;
+  TransportLog& log_;
+  InputBudget& budget_;
+  Clock::time_point accepted_at_ = Clock::now();
+  bool handshaken_ = false;
+  bool terminated_ = false;         // GOAWAY submitted and logged: the rest is not read
+  std::string last_library_error_;  // nghttp2's reason for the error it answers next
+  size_t buffered_ = 0;             // request bytes held by this connection's calls
+  uint64_t next_call_seq_ = 0;      // opening order, to find the oldest stalled stream
   std::shared_ptr<const Service> service_;
   std::shared_ptr<Mailbox> mailbox_;
   nghttp2_session* session_ = nullptr;

@@ -102,8 +102,8 @@ std::string device_summary(const Resource& r) {
 }  // namespace
 
 // The gRPC transport every resource of the daemon is served on: one thread, created once.
-std::shared_ptr<rpc::Server> start_transport() {
-  auto server = rpc::Server::start();
+std::shared_ptr<rpc::Server> start_transport(std::function<void(const std::string&)> on_failure) {
+  auto server = rpc::Server::start(std::move(on_failure));
   if (!server) {
     spdlog::error("{}", server.error().message);
     return nullptr;
@@ -112,11 +112,14 @@ std::shared_ptr<rpc::Server> start_transport() {
 }
 
 struct Daemon::Impl {
-  std::shared_ptr<rpc::Server> transport = start_transport();  // first member: outlives every server
+  // First member: outlives every server. If its thread ever fails, nothing is served: the daemon
+  // exits (1) so that its pod is restarted, instead of looking healthy with dead sockets.
+  std::shared_ptr<rpc::Server> transport =
+      start_transport([this](const std::string& why) { fail("the gRPC transport stopped: " + why); });
   DaemonOptions options;
   std::string plugin_dir;
 
-  UniqueFd signal_fd, event_fd, register_timer, discovery_timer, replan_timer;
+  UniqueFd signal_fd, event_fd, register_timer, discovery_timer, replan_timer, first_list_timer;
   std::optional<PluginDirWatcher> watcher;
   std::optional<ConfigFileWatcher> config_watcher;  // when the config comes from a file
 
@@ -125,6 +128,7 @@ struct Daemon::Impl {
   std::vector<PlanObserver> observers;
   StatePtr state;
   bool stop_requested = false;
+  int exit_code = 0;
 
   // Loop-thread only.
   Config config;
@@ -145,8 +149,22 @@ struct Daemon::Impl {
   Backoff register_backoff{std::chrono::milliseconds(20), std::chrono::milliseconds(5000)};
   Backoff discovery_backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(300000)};
   bool discovery_failed = false;
+  // Resources registered whose kubelet has not opened ListAndWatch since: the stream count at
+  // Register. Checked once, first_list_deadline after the registration.
+  std::map<std::string, uint64_t> awaiting_first_list;
 
   std::string kubelet_socket() const { return plugin_dir + "/kubelet.sock"; }
+
+  void fail(const std::string& why) {
+    spdlog::critical("{}; exiting", why);
+    {
+      std::lock_guard lock(mu);
+      stop_requested = true;
+      exit_code = 1;
+    }
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(event_fd.get(), &one, sizeof(one));
+  }
 
   void post(std::function<void()> task) {
     {
@@ -292,7 +310,9 @@ struct Daemon::Impl {
       spdlog::info("{}: registered with the kubelet (endpoint {}, {})", name, server->endpoint(),
                    r ? device_summary(*r) : "0 devices");
       done.push_back(name);
+      awaiting_first_list[name] = server->counters().list_and_watch_opened.load();
     }
+    if (!done.empty()) arm_timer(first_list_timer.get(), options.first_list_deadline);
     for (const auto& n : done) unregistered.erase(n);
     if (!done.empty()) registered_inode = inode;
     if (!unregistered.empty()) {
@@ -321,6 +341,22 @@ struct Daemon::Impl {
       register_backoff.reset();
       disarm_timer(register_timer.get());
     }
+  }
+
+  // The kubelet answered Register, so it will dial us; a kubelet whose gRPC cannot talk to ours
+  // (a stream reset: see the transport's warnings) never opens ListAndWatch, and the node
+  // advertises zero devices of the resource without any other sign.
+  void check_first_lists() {
+    for (const auto& [name, opened_at_register] : awaiting_first_list) {
+      auto it = servers.find(name);
+      if (it == servers.end() || !it->second->serving() || unregistered.count(name)) continue;
+      if (it->second->counters().list_and_watch_opened.load() > opened_at_register) continue;
+      spdlog::warn("{}: the kubelet accepted Register {} ms ago but has not opened ListAndWatch on {}; the node "
+                   "advertises none of these devices until it does (look for gRPC warnings above and "
+                   "kgpu_grpc_errors_total)",
+                   name, options.first_list_deadline.count(), it->second->socket_path());
+    }
+    awaiting_first_list.clear();
   }
 
   // --- plugin directory events ---
@@ -452,11 +488,12 @@ struct Daemon::Impl {
     register_timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
     discovery_timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
     replan_timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    first_list_timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   }
 
   int start() {
     if (signal_fd.get() < 0 || event_fd.get() < 0 || register_timer.get() < 0 || discovery_timer.get() < 0 ||
-        replan_timer.get() < 0) {
+        replan_timer.get() < 0 || first_list_timer.get() < 0) {
       spdlog::error("cannot create the event loop's file descriptors: {}", std::strerror(errno));
       return 1;
     }
@@ -500,16 +537,17 @@ struct Daemon::Impl {
     while (true) {
       {
         std::lock_guard lock(mu);
-        if (stop_requested) return 0;
+        if (stop_requested) return exit_code;
       }
-      pollfd fds[7] = {{signal_fd.get(), POLLIN, 0},
+      pollfd fds[8] = {{signal_fd.get(), POLLIN, 0},
                        {event_fd.get(), POLLIN, 0},
                        {register_timer.get(), POLLIN, 0},
                        {discovery_timer.get(), POLLIN, 0},
                        {watcher ? watcher->fd() : -1, POLLIN, 0},
                        {replan_timer.get(), POLLIN, 0},
-                       {config_watcher ? config_watcher->fd() : -1, POLLIN, 0}};
-      int n = ::poll(fds, 7, -1);
+                       {config_watcher ? config_watcher->fd() : -1, POLLIN, 0},
+                       {first_list_timer.get(), POLLIN, 0}};
+      int n = ::poll(fds, 8, -1);
       if (n < 0) {
         if (errno == EINTR) continue;
         spdlog::error("poll: {}", std::strerror(errno));
@@ -555,6 +593,10 @@ struct Daemon::Impl {
       if (fds[5].revents & POLLIN) {
         drain(replan_timer.get());
         apply(config, inventory);  // the plan filter may let withheld resources through now
+      }
+      if (fds[7].revents & POLLIN) {
+        drain(first_list_timer.get());
+        check_first_lists();
       }
     }
   }

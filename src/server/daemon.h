@@ -47,6 +47,9 @@ struct DaemonOptions {
   // Hears about Allocate / GetPreferredAllocation / registrations (metrics); may be null.
   std::shared_ptr<ServerEvents> events;
   std::chrono::milliseconds register_timeout{2000};
+  // A kubelet that accepted Register but opened no ListAndWatch within this time is warned about
+  // (its gRPC may be failing to talk to ours: the node then has zero devices of that resource).
+  std::chrono::milliseconds first_list_deadline{5000};
   std::chrono::milliseconds register_backoff_initial{2};
   std::chrono::milliseconds register_backoff_max{5000};
   std::chrono::milliseconds discovery_backoff_initial{1000};

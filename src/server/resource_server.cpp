@@ -96,6 +96,7 @@ class DevicePluginService {
     m->server_streaming(base + "ListAndWatch", [self](std::string_view, std::shared_ptr<rpc::ServerStream> stream) {
       spdlog::debug("ListAndWatch opened for {}", self->resource_);
       self->hub()->open(std::move(stream));
+      self->counters_->list_and_watch_opened++;
     });
     m->unary(base + "Allocate", [self](std::string_view bytes, rpc::Responder r) { self->allocate(bytes, r); });
     m->unary(base + "GetPreferredAllocation",

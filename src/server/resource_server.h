@@ -35,6 +35,7 @@ struct ServerCounters {
   std::atomic<uint64_t> allocation_errors{0};
   std::atomic<uint64_t> preferred_calls{0};
   std::atomic<uint64_t> list_and_watch_updates{0};
+  std::atomic<uint64_t> list_and_watch_opened{0};  // streams a kubelet opened (the daemon checks it follows a Register)
 };
 
 class ResourceServer {

@@ -49,15 +49,21 @@ std::string built_request(FuzzedDataProvider& in) {
   std::string path = kPaths[in.ConsumeIntegralInRange<size_t>(0, 4)];
   std::string type = kTypes[in.ConsumeIntegralInRange<size_t>(0, 3)];
   std::string extra_name = in.ConsumeRandomLengthString(16), extra_value = in.ConsumeRandomLengthString(64);
-  std::string method = "POST", scheme = "http", authority = "localhost";
+  // Every :authority a kubelet or tool sends: localhost (kubelets >= 1.26), the socket path (older
+  // kubelets), encoded, empty, absent (nullptr), or fuzzed.
+  static const char* kAuthorities[] = {"localhost", "/var/lib/kubelet/device-plugins/kgpu.sock",
+                                       "%2Fvar%2Flib%2Fkubelet%2Fkubelet.sock", "", nullptr};
+  const char* chosen = kAuthorities[in.ConsumeIntegralInRange<size_t>(0, 4)];
+  std::string method = "POST", scheme = "http",
+              authority = in.ConsumeBool() ? in.ConsumeRandomLengthString(64) : std::string(chosen ? chosen : "");
   auto nv = [](const std::string& n, const std::string& v) {
     return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
                       reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(),
                       NGHTTP2_NV_FLAG_NONE};
   };
   std::string k1 = ":method", k2 = ":scheme", k3 = ":authority", k4 = ":path", k5 = "content-type";
-  std::vector<nghttp2_nv> headers = {nv(k1, method), nv(k2, scheme), nv(k3, authority), nv(k4, path),
-                                     nv(k5, type)};
+  std::vector<nghttp2_nv> headers = {nv(k1, method), nv(k2, scheme), nv(k4, path), nv(k5, type)};
+  if (chosen || !authority.empty()) headers.insert(headers.begin() + 2, nv(k3, authority));
   if (!extra_name.empty()) headers.push_back(nv(extra_name, extra_value));
   static std::string body;
   body = in.ConsumeBool() ? in.ConsumeRandomLengthString(4096) : [&] {
@@ -107,7 +113,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int efd = ::eventfd(0, EFD_NONBLOCK);
   auto mailbox = std::make_shared<rpc::Mailbox>(efd);
   {
-    rpc::ServerConnection conn(1, UniqueFd(fds[0]), service(), mailbox);
+    static rpc::TransportLog log;
+    rpc::ServerConnection conn(1, UniqueFd(fds[0]), service(), mailbox, log);
     size_t off = 0;
     bool alive = conn.valid();
     while (alive && off < wire.size()) {

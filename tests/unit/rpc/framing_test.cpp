@@ -30,6 +30,15 @@ TEST(Framing, AMessageOverTheLimitIsRefusedBeforeItIsBuffered) {
   EXPECT_FALSE(reader.in_message());
 }
 
+TEST(Framing, BuffersGrowWithTheBytesThatArriveNotWithTheAnnouncedLength) {
+  MessageReader reader;
+  auto prefix = message_prefix(4 * 1024 * 1024);
+  ASSERT_TRUE(reader.feed(std::string_view(prefix.data(), prefix.size())).ok());
+  EXPECT_EQ(reader.buffered(), kPrefixBytes);
+  ASSERT_TRUE(reader.feed(std::string(1000, 'x')).ok());
+  EXPECT_EQ(reader.buffered(), kPrefixBytes + 1000);
+}
+
 TEST(Framing, ACompressedMessageIsUnimplemented) {
   MessageReader reader;
   std::string wire = frame("x");

@@ -1,0 +1,238 @@
+// The transport under attack (issue 27): what a hostile or broken peer can make kgpu's gRPC server
+// hold, how long it may take its slots, and what it is answered. Raw HTTP/2 through nghttp2's
+// client (tests/support/raw_h2_client.h), so the peer sends exactly the frames a test wants.
+#include <gtest/gtest.h>
+#include <nghttp2/nghttp2.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+
+#include "core/unique_fd.h"
+#include "rpc/server.h"
+#include "rpc/server_connection.h"
+#include "support/eventually.h"
+#include "support/raw_h2_client.h"
+
+namespace kgpu::rpc {
+namespace {
+
+using namespace std::chrono_literals;
+using test::grpc_fields;
+using test::grpc_frame;
+using test::RawH2Client;
+
+class Hardening : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/kgpu-hard-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++);
+    std::filesystem::create_directories(dir_);
+    path_ = dir_ + "/s.sock";
+    auto server = Server::start();
+    ASSERT_TRUE(server) << server.error().message;
+    server_ = std::move(*server);
+    auto service = std::make_shared<Service>();
+    service->unary("/t.S/Echo", [](std::string_view req, Responder r) { r.reply(std::string(req)); });
+    service->unary("/t.S/Fail", [](std::string_view, Responder r) {
+      r.fail({Code::InvalidArgument, "unknown device " + std::string(100 * 1024, 'x')});
+    });
+    service->server_streaming("/t.S/Watch", [this](std::string_view, std::shared_ptr<ServerStream> s) {
+      s->on_end([this] { ended_++; });
+      s->send_latest(std::make_shared<std::string>("first"));
+      std::lock_guard lock(mu_);
+      streams_.push_back(std::move(s));
+    });
+    auto fd = listen_unix(path_);
+    ASSERT_TRUE(fd) << fd.error().message;
+    ASSERT_TRUE(server_->serve(std::move(*fd), service));
+  }
+  void TearDown() override {
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  uint64_t errors(ErrorScope scope, const std::string& code) const {
+    for (const auto& c : server_->error_counts())
+      if (c.scope == scope && c.code == code) return c.value;
+    return 0;
+  }
+  // A working call on a fresh connection: the server still serves.
+  bool echo_works() {
+    RawH2Client client(path_);
+    std::string body = grpc_frame("ping");
+    int32_t id = client.request(grpc_fields("/t.S/Echo"), &body);
+    return client.run_until([&] { return client.stream(id).closed; }) &&
+           client.stream(id).headers.count("grpc-status") && client.stream(id).headers.at("grpc-status") == "0";
+  }
+
+  static inline int counter_ = 0;
+  std::string dir_, path_;
+  std::unique_ptr<Server> server_;
+  std::atomic<int> ended_{0};
+  std::mutex mu_;
+  std::vector<std::shared_ptr<ServerStream>> streams_;
+};
+
+TEST_F(Hardening, AUnaryCallTakesOneMessageAndKeepsNoMore) {
+  RawH2Client client(path_);
+  std::string two = grpc_frame("a") + grpc_frame("b");
+  int32_t id = client.request(grpc_fields("/t.S/Echo"), &two, /*keep_open=*/true);
+  ASSERT_TRUE(client.run_until([&] { return client.stream(id).closed; }));
+  EXPECT_EQ(client.stream(id).headers.at("grpc-status"), "12");  // UNIMPLEMENTED, as gRPC C++
+  EXPECT_TRUE(echo_works());
+}
+
+TEST_F(Hardening, NoMessageOnAUnaryCallIsUnimplemented) {
+  RawH2Client client(path_);
+  int32_t id = client.request(grpc_fields("/t.S/Echo"));  // END_STREAM on HEADERS
+  ASSERT_TRUE(client.run_until([&] { return client.stream(id).closed; }));
+  EXPECT_EQ(client.stream(id).headers.at("grpc-status"), "12");
+}
+
+TEST_F(Hardening, BufferedRequestBytesAreBoundedPerConnection) {
+  // Streams that each announce 4 MiB and send 1 MiB of it, never finishing: the connection's
+  // 16 MiB bound refuses the ones past it with RESOURCE_EXHAUSTED instead of holding them.
+  RawH2Client client(path_);
+  std::string partial = grpc_frame(std::string(4u << 20, 'm')).substr(0, 1u << 20);
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(client.request(grpc_fields("/t.S/Echo"), &partial, true));
+  ASSERT_TRUE(client.run_until([&] {
+    return std::any_of(ids.begin(), ids.end(), [&](int32_t id) { return client.stream(id).closed; });
+  }, 20s));
+  int exhausted = 0;
+  for (int32_t id : ids)
+    if (client.stream(id).headers.count("grpc-status") && client.stream(id).headers.at("grpc-status") == "8")
+      exhausted++;
+  EXPECT_GE(exhausted, 1);
+  EXPECT_LE(exhausted, 5);  // the first 15 fit under the bound
+  EXPECT_TRUE(echo_works());
+}
+
+TEST_F(Hardening, AHeaderBlockDecodingPastTheLimitEndsItsConnectionOnly) {
+  RawH2Client client(path_);
+  auto fields = grpc_fields("/t.S/Echo");
+  fields.push_back({"x-bomb", std::string(20 * 1024, 'b')});
+  client.request(fields);
+  ASSERT_TRUE(client.run_until([&] { return client.goaway(); }));
+  EXPECT_EQ(client.goaway_code(), static_cast<uint32_t>(NGHTTP2_ENHANCE_YOUR_CALM));
+  EXPECT_EQ(errors(ErrorScope::Connection, "ENHANCE_YOUR_CALM"), 1u);
+  EXPECT_TRUE(echo_works());
+}
+
+TEST_F(Hardening, LongStatusMessagesAreCutAndStillSent) {
+  RawH2Client client(path_);
+  std::string body = grpc_frame("");
+  int32_t id = client.request(grpc_fields("/t.S/Fail"), &body);
+  ASSERT_TRUE(client.run_until([&] { return client.stream(id).closed; }));
+  const auto& headers = client.stream(id).headers;
+  ASSERT_EQ(headers.at("grpc-status"), "3");
+  EXPECT_LT(headers.at("grpc-message").size(), 2048u);
+  EXPECT_NE(headers.at("grpc-message").find("bytes)"), std::string::npos);
+}
+
+TEST_F(Hardening, StreamsBeyondTheLimitAreRefusedNotTheConnection) {
+  RawH2Client client(path_);
+  std::string partial = grpc_frame("x").substr(0, 3);  // an unfinished message keeps each stream open
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i <= ServerConnection::kMaxStreams; ++i)
+    ids.push_back(client.request(grpc_fields("/t.S/Echo"), &partial, true));
+  ASSERT_TRUE(client.run_until([&] { return client.stream(ids.back()).closed; }));
+  EXPECT_EQ(client.stream(ids.back()).close_code, static_cast<uint32_t>(NGHTTP2_REFUSED_STREAM));
+  EXPECT_FALSE(client.goaway());
+  EXPECT_FALSE(client.stream(ids.front()).closed);
+}
+
+TEST_F(Hardening, CompressionWeDoNotSpeakIsUnimplementedWithTheEncodingWeAccept) {
+  RawH2Client client(path_);
+  auto gzip = grpc_fields("/t.S/Echo");
+  gzip.push_back({"grpc-encoding", "gzip"});
+  std::string body = grpc_frame("z");
+  int32_t a = client.request(gzip, &body);
+  std::string compressed = grpc_frame("z");
+  compressed[0] = 1;  // the compressed flag, with no grpc-encoding agreed
+  int32_t b = client.request(grpc_fields("/t.S/Echo"), &compressed);
+  ASSERT_TRUE(client.run_until([&] { return client.stream(a).closed && client.stream(b).closed; }));
+  for (int32_t id : {a, b}) {
+    EXPECT_EQ(client.stream(id).headers.at("grpc-status"), "12") << id;
+    EXPECT_EQ(client.stream(id).headers.at("grpc-accept-encoding"), "identity") << id;
+  }
+}
+
+TEST_F(Hardening, MethodAndTeAreChecked) {
+  RawH2Client client(path_);
+  auto get = grpc_fields("/t.S/Echo");
+  get[0].second = "GET";
+  auto no_te = grpc_fields("/t.S/Echo");
+  no_te.pop_back();
+  std::string body = grpc_frame("x");
+  int32_t a = client.request(get, &body), b = client.request(no_te, &body);
+  ASSERT_TRUE(client.run_until([&] { return client.stream(a).closed && client.stream(b).closed; }));
+  EXPECT_EQ(client.stream(a).headers.at(":status"), "405");
+  EXPECT_EQ(client.stream(b).headers.at(":status"), "400");
+  EXPECT_NE(client.stream(b).headers.at("grpc-status"), "0");
+}
+
+TEST_F(Hardening, GrpcTimeoutEndsAServerStream) {
+  RawH2Client client(path_);
+  auto fields = grpc_fields("/t.S/Watch");
+  fields.push_back({"grpc-timeout", "100m"});
+  std::string body = grpc_frame("");
+  int32_t id = client.request(fields, &body);
+  ASSERT_TRUE(client.run_until([&] { return client.stream(id).closed; }, 5s));
+  EXPECT_EQ(client.stream(id).headers.at("grpc-status"), "4");  // DEADLINE_EXCEEDED
+  EXPECT_TRUE(test::eventually([&] { return ended_.load() == 1; }));
+}
+
+TEST_F(Hardening, IdleConnectionsNeitherLockTheKubeletOutNorStay) {
+  std::vector<UniqueFd> idle;
+  for (size_t i = 0; i < Server::kMaxConnectionsPerSocket; ++i) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof(addr.sun_path) - 1);
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    idle.push_back(std::move(fd));
+  }
+  // The cap is full of connections that never spoke: a working client still gets in.
+  EXPECT_TRUE(echo_works());
+  // And the silent ones are closed after the handshake deadline.
+  auto closed = [&](const UniqueFd& fd) {
+    char c;
+    return ::recv(fd.get(), &c, 1, MSG_DONTWAIT) == 0;
+  };
+  EXPECT_TRUE(test::eventually([&] { return closed(idle.back()); }, ServerConnection::kHandshakeDeadline + 5s));
+}
+
+TEST_F(Hardening, APingFloodEndsInGoawayNotABareClose) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path_.c_str(), sizeof(addr.sun_path) - 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::string wire(NGHTTP2_CLIENT_MAGIC, NGHTTP2_CLIENT_MAGIC_LEN);
+  wire += std::string("\0\0\0\x04\0\0\0\0\0", 9);  // empty SETTINGS
+  for (int i = 0; i < 1500; ++i) wire += std::string("\0\0\x08\x06\0\0\0\0\0", 9) + std::string(8, 'p');
+  ASSERT_EQ(::send(fd.get(), wire.data(), wire.size(), MSG_NOSIGNAL), static_cast<ssize_t>(wire.size()));
+  // Read everything until EOF, then look for a GOAWAY frame among the frames.
+  std::string got;
+  ASSERT_TRUE(test::eventually([&] {
+    char buf[65536];
+    ssize_t n = ::recv(fd.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) got.append(buf, static_cast<size_t>(n));
+    return n == 0;
+  }, 10s));
+  bool goaway = false;
+  for (size_t off = 0; off + 9 <= got.size();) {
+    auto u = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(got[off + i])); };
+    size_t length = (u(0) << 16) | (u(1) << 8) | u(2);
+    if (u(3) == NGHTTP2_GOAWAY) goaway = true;
+    off += 9 + length;
+  }
+  EXPECT_TRUE(goaway);
+  EXPECT_TRUE(echo_works());
+}
+
+}  // namespace
+}  // namespace kgpu::rpc
