@@ -18,6 +18,12 @@ std::string cdi_scan_root(const Config& config) {
 }
 
 Result<WrittenCdiSpec> generate_cdi_spec(const Config& config, const Inventory& inventory) {
+  // The IMEX channels Allocate names (plan/imex.h) need their own spec, as NVIDIA's plugin writes;
+  // it needs no driver files, so it is written even when the GPUs' spec cannot be.
+  if (!config.imex_channel_ids.empty()) {
+    auto imex = write_cdi_spec(config.cdi_spec_dir, imex_cdi_kind(config), build_imex_cdi_spec(config));
+    if (!imex) return imex.error();
+  }
   const std::string root = cdi_scan_root(config);
   // The dev root as seen from here: inside the driver root mount when the dev root is the driver
   // root (the usual case), else the host path itself.
@@ -26,11 +32,7 @@ Result<WrittenCdiSpec> generate_cdi_spec(const Config& config, const Inventory& 
   if (!files) return files.error();
   auto path = write_cdi_spec(config.cdi_spec_dir, config.cdi_kind, build_cdi_spec(config, inventory, *files));
   if (!path) return path.error();
-  // The IMEX channels Allocate names (plan/imex.h) need their own spec, as NVIDIA's plugin writes.
-  if (!config.imex_channel_ids.empty()) {
-    auto imex = write_cdi_spec(config.cdi_spec_dir, imex_cdi_kind(config), build_imex_cdi_spec(config));
-    if (!imex) return imex.error();
-  }
+
   return WrittenCdiSpec{std::move(*path), std::move(files->warnings)};
 }
 

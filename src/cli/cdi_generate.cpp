@@ -59,7 +59,7 @@ void setup_cdi(CLI::App& root) {
   cdi->require_subcommand(1);
   auto args = std::make_shared<CdiArgs>();
   auto* generate = cdi->add_subcommand("generate", "Write a CDI spec for this node's NVIDIA GPUs and MIG devices");
-  kgpu::add_config_flags(*generate, args->flags);
+  kgpu::add_config_flags(*generate, args->flags, kgpu::FlagScope::CdiGenerate);
   generate->add_flag("--stdout", args->to_stdout, "print the spec instead of writing it");
   generate->callback([args] { kgpu::cli::set_exit_code(run_cdi_generate(*args)); });
 }

@@ -208,7 +208,7 @@ int run_devices(const DevicesArgs& args) {
 void setup_devices(CLI::App& root) {
   auto args = std::make_shared<DevicesArgs>();
   auto* cmd = root.add_subcommand("devices", "Print the devices and resources the plugin would advertise");
-  kgpu::add_config_flags(*cmd, args->flags);
+  kgpu::add_config_flags(*cmd, args->flags, kgpu::FlagScope::Devices);
   cmd->add_option("-o,--output", args->output, "text|json|dra")->check(CLI::IsMember({"text", "json", "dra"}));
   cmd->add_option("--prefer", args->prefer, "Explain the preferred allocation of N devices per resource");
   cmd->add_flag("--live", args->live,

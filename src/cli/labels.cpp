@@ -120,7 +120,7 @@ int run_labels(const LabelsArgs& args) {
 void setup_labels(CLI::App& root) {
   auto args = std::make_shared<LabelsArgs>();
   auto* cmd = root.add_subcommand("labels", "Print or write the node labels (GPU Feature Discovery names)");
-  kgpu::add_config_flags(*cmd, args->flags);
+  kgpu::add_config_flags(*cmd, args->flags, kgpu::FlagScope::Labels);
   cmd->add_flag("--daemon", args->daemon,
                 "Keep the feature file up to date (every --sleep-interval and on SIGHUP); remove it on SIGTERM");
   cmd->callback([args] { kgpu::cli::set_exit_code(run_labels(*args)); });

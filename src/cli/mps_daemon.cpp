@@ -91,7 +91,7 @@ int run(const MpsDaemonArgs& args) {
 void setup_mps_daemon(CLI::App& root) {
   auto args = std::make_shared<MpsDaemonArgs>();
   auto* cmd = root.add_subcommand("mps-daemon", "Run and supervise the MPS control daemons for MPS-shared resources");
-  kgpu::add_config_flags(*cmd, args->flags);
+  kgpu::add_config_flags(*cmd, args->flags, kgpu::FlagScope::MpsDaemon);
   cmd->add_option("--mps-control-binary", args->control_binary, "The nvidia-cuda-mps-control executable")
       ->envname("KGPU_MPS_CONTROL_BINARY");
   cmd->add_option("--restart-backoff-ms", args->backoff_ms, "First restart delay after a daemon dies (doubles, max 30 s)")

@@ -166,7 +166,7 @@ int run_plugin(const PluginArgs& args) {
 void setup_plugin(CLI::App& root) {
   auto args = std::make_shared<PluginArgs>();
   auto* cmd = root.add_subcommand("plugin", "Run the device plugin daemon (serves the kubelet)");
-  kgpu::add_config_flags(*cmd, args->flags);
+  kgpu::add_config_flags(*cmd, args->flags, kgpu::FlagScope::Plugin);
   cmd->add_flag("--print-config", args->print_config, "Print every effective setting and its origin, then exit");
   cmd->add_flag("--strict-config", args->strict, "Treat unknown config keys as errors");
   cmd->callback([args] { kgpu::cli::set_exit_code(run_plugin(*args)); });

@@ -28,14 +28,6 @@ std::string node_hostname(const std::map<std::string, std::string>& env) {
   return {};
 }
 
-bool switched_off(const std::map<std::string, std::string>& env) {
-  auto it = env.find("KGPU_GPU_TELEMETRY");
-  if (it == env.end()) return false;
-  std::string v = it->second;
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return v == "false" || v == "0" || v == "off" || v == "no";
-}
-
 }  // namespace
 
 telemetry::AssignmentSource pod_resources_source(const Config& config, const Metrics& metrics) {
@@ -63,8 +55,10 @@ telemetry::AssignmentSource pod_resources_source(const Config& config, const Met
 
 std::unique_ptr<TelemetryWiring> TelemetryWiring::start(Metrics& metrics, const Config& config,
                                                         const std::map<std::string, std::string>& env) {
-  if (switched_off(env)) {
-    spdlog::info("telemetry: GPU series off (KGPU_GPU_TELEMETRY)");
+  // kgpu.gpuTelemetry (KGPU_GPU_TELEMETRY, --gpu-telemetry): validated with the rest of the config,
+  // so a value that is not a boolean stops the start instead of leaving the series on.
+  if (!config.gpu_telemetry) {
+    spdlog::info("telemetry: GPU series off (kgpu.gpuTelemetry / KGPU_GPU_TELEMETRY)");
     return nullptr;
   }
   std::unique_ptr<TelemetryWiring> w(new TelemetryWiring(metrics, config, node_hostname(env)));

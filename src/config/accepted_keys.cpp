@@ -72,6 +72,7 @@ const std::vector<AcceptedKey>& accepted_keys() {
       {"kgpu.cdiSpecDir", E::Daemon, "folder of the generated CDI specs"},
       {"kgpu.cdiKind", E::Edits, "CDI device names"},
       {"kgpu.metricsAddr", E::Daemon, "Prometheus metrics and health endpoint"},
+      {"kgpu.gpuTelemetry", E::Daemon, "GPU telemetry series on /metrics"},
       {"kgpu.migAllocationPolicy", E::Preference, "MIG devices on one parent or spread"},
       {"kgpu.backends", E::Daemon, "which discovery backends run"},
       {"kgpu.labels.enabled", E::Daemon, "the daemon writes node labels"},

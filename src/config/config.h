@@ -138,6 +138,7 @@ struct Config {
   std::string cdi_spec_dir = "/var/run/cdi";
   std::string cdi_kind = "k8s.device-plugin.nvidia.com/gpu";
   std::string metrics_addr;  // empty: off
+  bool gpu_telemetry = true;  // GPU series under dcgm-exporter's names on /metrics (KGPU_GPU_TELEMETRY)
   MigAllocationPolicy mig_allocation_policy = MigAllocationPolicy::SameParent;
   HealthConfig health;
   std::vector<std::string> backends = {"auto"};  // auto | nvidia | amd | intel | generic

@@ -53,7 +53,12 @@ struct ConfigFlags {
 // --cdi-spec-dir, --cdi-kind, --metrics-addr, --mig-allocation-policy, --backends, ...).
 // Boolean flags accept `--flag`, `--flag=true` and `--flag=false`.
 // No option reads the environment through CLI11: load_config does that, to know each origin.
-void add_config_flags(CLI::App& command, ConfigFlags& flags);
+// `command` picks the flags that matter to that subcommand (every setting still comes from the
+// file and the environment everywhere); the help shows each flag's type and real default.
+enum class FlagScope { Plugin, Devices, Labels, CdiGenerate, MpsDaemon };
+void add_config_flags(CLI::App& command, ConfigFlags& flags, FlagScope scope);
+// Whether the setting `key` is offered as a flag by `scope` (for tests and the help golden files).
+bool flag_in_scope(const std::string& key, FlagScope scope);
 
 // Builds the effective Config. The config file is --config-file, else $CONFIG_FILE, else none.
 // strict: unknown keys are errors instead of warnings.

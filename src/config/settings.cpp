@@ -130,7 +130,8 @@ std::vector<Setting> build_settings() {
                    "device-node root on the host (default: the driver root)", &Config::nvidia_dev_root));
   {
     Setting s = text("flags.deviceDiscoveryStrategy", {"--device-discovery-strategy"},
-                     {"DEVICE_DISCOVERY_STRATEGY"}, "auto|nvml|tegra", &Config::device_discovery_strategy);
+                     {"DEVICE_DISCOVERY_STRATEGY"}, "how NVIDIA's plugin finds GPUs (kgpu: NVML and sysfs always)",
+                     &Config::device_discovery_strategy);
     s.kind = SettingKind::Enum;
     s.noun = "device discovery strategy";
     s.choices = {"auto", "nvml", "tegra"};
@@ -175,7 +176,7 @@ std::vector<Setting> build_settings() {
     t.push_back(std::move(s));
   }
   t.push_back(enumeration("flags.plugin.deviceIDStrategy", "device ID strategy", {"--device-id-strategy"},
-                          {"DEVICE_ID_STRATEGY"}, "uuid|index", &Config::device_id_strategy,
+                          {"DEVICE_ID_STRATEGY"}, "the IDs the container runtime sees", &Config::device_id_strategy,
                           std::vector{DeviceIdStrategy::Uuid, DeviceIdStrategy::Index}));
   t.push_back(text("flags.plugin.cdiAnnotationPrefix", {"--cdi-annotation-prefix"},
                    {"CDI_ANNOTATION_PREFIX"}, "prefix of CDI annotation keys", &Config::cdi_annotation_prefix));
@@ -188,7 +189,7 @@ std::vector<Setting> build_settings() {
                    &Config::container_driver_root));
   t.push_back(enumeration("flags.plugin.sharedDevicesAllocationPolicy", "shared devices allocation policy",
                           {"--shared-devices-allocation-policy"}, {"SHARED_DEVICES_ALLOCATION_POLICY"},
-                          "distributed|packed", &Config::shared_devices_allocation_policy,
+                          "how replicas of shared GPUs are picked", &Config::shared_devices_allocation_policy,
                           std::vector{SharedAllocationPolicy::Distributed, SharedAllocationPolicy::Packed}));
   t.push_back(boolean("flags.gfd.oneshot", {"--oneshot"}, {"GFD_ONESHOT"}, "label once and exit",
                       &Config::gfd_oneshot));
@@ -248,8 +249,11 @@ std::vector<Setting> build_settings() {
                    &Config::cdi_kind));
   t.push_back(text("kgpu.metricsAddr", {"--metrics-addr"}, {"KGPU_METRICS_ADDR"},
                    "address for Prometheus metrics (empty: off)", &Config::metrics_addr));
+  t.push_back(boolean("kgpu.gpuTelemetry", {"--gpu-telemetry"}, {"KGPU_GPU_TELEMETRY"},
+                      "GPU telemetry on /metrics under dcgm-exporter's names (with --metrics-addr)",
+                      &Config::gpu_telemetry));
   t.push_back(enumeration("kgpu.migAllocationPolicy", "MIG allocation policy", {"--mig-allocation-policy"},
-                          {"KGPU_MIG_ALLOCATION_POLICY"}, "same-parent|spread", &Config::mig_allocation_policy,
+                          {"KGPU_MIG_ALLOCATION_POLICY"}, "MIG devices from one GPU or spread", &Config::mig_allocation_policy,
                           std::vector{MigAllocationPolicy::SameParent, MigAllocationPolicy::Spread}));
   {
     Setting s;

@@ -37,10 +37,11 @@ class SwitchingE2E : public SimE2E {
     return {rc.value_or(-1), cli.stdout_text(), cli.stderr_text()};
   }
 
-  // A device root holding the IMEX channel node: a link to /dev/null, which stat() sees as the
-  // character device NVIDIA's plugin requires (creating a real node would need CAP_MKNOD).
+  // The device root of the fake node start() generates for the plugin named "plugin", holding the
+  // IMEX channel node: a link to /dev/null, which stat() sees as the character device NVIDIA's
+  // plugin requires (creating a real node would need CAP_MKNOD).
   std::string dev_root_with_channel() {
-    const std::string root = work.file("imex-root");
+    const std::string root = work.file("node-plugin");
     fs::create_directories(root + "/dev/nvidia-caps-imex-channels");
     fs::create_symlink("/dev/null", root + kChannel);
     return root;
@@ -52,7 +53,7 @@ class SwitchingE2E : public SimE2E {
 TEST_F(SwitchingE2E, ImexChannelFlagsGiveEveryContainerTheChannel) {
   const std::string root = dev_root_with_channel();
   PluginOptions options;
-  options.extra_args = {"--dev-root", root, "--imex-channel-ids", "0", "--imex-required", "--pass-device-specs",
+  options.extra_args = {"--imex-channel-ids", "0", "--imex-required", "--pass-device-specs",
                         "--device-list-strategy", "envvar,volume-mounts"};
   auto plugin = start(options);
   ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
@@ -71,9 +72,9 @@ TEST_F(SwitchingE2E, ImexChannelFlagsGiveEveryContainerTheChannel) {
 }
 
 TEST_F(SwitchingE2E, ImexChannelFromTheEnvironmentNamesTheCdiDevice) {
-  const std::string root = dev_root_with_channel();
+  dev_root_with_channel();
   PluginOptions options;
-  options.extra_args = {"--dev-root", root, "--device-list-strategy", "cdi-cri", "--cdi-spec-dir", work.file("cdi")};
+  options.extra_args = {"--device-list-strategy", "cdi-cri", "--cdi-spec-dir", work.file("cdi")};
   options.env["IMEX_CHANNEL_IDS"] = "0";
   auto plugin = start(options);
   ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
@@ -83,7 +84,7 @@ TEST_F(SwitchingE2E, ImexChannelFromTheEnvironmentNamesTheCdiDevice) {
   ASSERT_EQ(edits->cdi_devices.size(), 2u);
   EXPECT_EQ(edits->cdi_devices[1], "k8s.device-plugin.nvidia.com/imex-channel=0");
   // ... and the spec the runtime resolves that name with.
-  const std::string spec = work.file("cdi/k8s.device-plugin.nvidia.com-imex-channel.json");
+  const std::string spec = work.file("cdi/kgpu-k8s.device-plugin.nvidia.com-imex-channel.json");
   ASSERT_TRUE(wait_until([&] { return path_exists(spec); }, 20s)) << diagnostics(*plugin);
   const std::string text = read_file(spec);
   EXPECT_NE(text.find("\"kind\": \"k8s.device-plugin.nvidia.com/imex-channel\""), std::string::npos) << text;
@@ -147,6 +148,21 @@ TEST_F(SwitchingE2E, NvmlIsFoundUnderTheContainerDriverRootFirst) {
   EXPECT_NE(missing.rc, 0);
   EXPECT_NE(missing.err.find(work.file("empty") + "/usr/lib64/libnvidia-ml.so.1 (not present)"), std::string::npos)
       << missing.err;
+}
+
+// ---- item 7: KGPU_GPU_TELEMETRY is a setting like the others ----
+
+TEST_F(SwitchingE2E, GpuTelemetrySwitchIsValidatedAndShown) {
+  auto bad = run_cli({"plugin", "--print-config"}, {{"KGPU_GPU_TELEMETRY", "maybe"}}, "telemetry-bad");
+  EXPECT_EQ(bad.rc, 1) << bad.err;
+  EXPECT_NE(bad.err.find("env KGPU_GPU_TELEMETRY: error: expected a boolean (true or false) for kgpu.gpuTelemetry, "
+                         "got \"maybe\""),
+            std::string::npos)
+      << bad.err;
+  auto off = run_cli({"plugin", "--print-config"}, {{"KGPU_GPU_TELEMETRY", "false"}}, "telemetry-off");
+  ASSERT_EQ(off.rc, 0) << off.err;
+  EXPECT_NE(off.out.find("= false  (env KGPU_GPU_TELEMETRY)"), std::string::npos) << off.out;
+  EXPECT_NE(off.out.find("kgpu.gpuTelemetry"), std::string::npos) << off.out;
 }
 
 }  // namespace

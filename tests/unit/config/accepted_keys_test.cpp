@@ -196,6 +196,7 @@ const std::map<std::string, Change>& changes() {
       {"kgpu.procRoot", {"", "kgpu: {procRoot: /x/proc}\n"}},
       {"kgpu.cdiSpecDir", {"", "kgpu: {cdiSpecDir: /x/cdi}\n"}},
       {"kgpu.metricsAddr", {"", "kgpu: {metricsAddr: ':9400'}\n"}},
+      {"kgpu.gpuTelemetry", {"", "kgpu: {gpuTelemetry: false}\n"}},
       {"kgpu.backends", {"", "kgpu: {backends: [nvidia]}\n"}},
       {"kgpu.labels.enabled", {"", "kgpu: {labels: {enabled: true}}\n"}},
       {"kgpu.labels.keepOnExit", {"", "kgpu: {labels: {keepOnExit: true}}\n"}},

@@ -223,7 +223,7 @@ TEST(Precedence, DraSettingsFromEnvAndFlags) {
 TEST(Flags, CommandLineParsingFillsConfigFlags) {
   CLI::App app;
   ConfigFlags flags;
-  add_config_flags(app, flags);
+  add_config_flags(app, flags, FlagScope::Plugin);
   std::vector<std::string> args = {"--mig-strategy=mixed",        "--pass-device-specs",
                                    "--fail-on-init-error=false",  "--device-list-strategy", "envvar",
                                    "--device-list-strategy=cdi-cri", "--driver-root", "/drv",
