@@ -34,6 +34,7 @@ namespace {
 
 struct SimArgs {
   std::string dir;
+  std::string authority;  // empty: the socket path (kubelets 1.19-1.25)
   std::vector<std::string> allocations;  // RESOURCE=ID,ID or RESOURCE=N
   std::string script;
   int restart_after_ms = -1;
@@ -129,6 +130,7 @@ int run_sim(const SimArgs& args) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before gRPC starts threads; sigwait below
 
   kgpu::sim::KubeletSim sim(args.dir);
+  sim.set_authority(args.authority);
   sim.on_event([](const kgpu::sim::SimEvent& e) {
     std::cout << "[kubelet-sim] " << kgpu::sim::to_string(e.kind) << (e.resource.empty() ? "" : " " + e.resource)
               << ": " << e.message << std::endl;
@@ -186,6 +188,9 @@ void setup_kubelet_sim(CLI::App& root) {
   cmd->add_option("--allocate", args->allocations, "RESOURCE=ID,ID or RESOURCE=COUNT, once the resource is up");
   cmd->add_option("--script", args->script, "File of steps (wait, allocate, prefer, end-pod, restart, exit)");
   cmd->add_option("--restart-after", args->restart_after_ms, "Simulate a kubelet restart after this many ms");
+  cmd->add_option("--authority", args->authority,
+                  "The :authority to dial plugins with: empty (default) sends the socket path, as kubelets 1.19-1.25 "
+                  "do; 'localhost' as kubelets since 1.26 do");
   cmd->add_flag("--once", args->once, "Exit after the steps instead of serving until SIGINT/SIGTERM");
   cmd->add_option("--timeout", args->timeout_s, "Seconds each wait step may take")->capture_default_str();
   cmd->add_flag("--dra", args->dra, "Also act as the kubelet for DRA drivers (plugins_registry next to --dir)");

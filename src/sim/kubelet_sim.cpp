@@ -71,6 +71,7 @@ struct Stream {
 
 struct KubeletSim::Impl final : v1beta1::Registration::Service {
   std::string dir;
+  std::string authority;  // empty: the plugin's socket path
   std::function<void(const SimEvent&)> callback;
 
   mutable std::mutex mu;
@@ -82,6 +83,14 @@ struct KubeletSim::Impl final : v1beta1::Registration::Service {
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<PodResourcesSim> pod_resources;
   bool stopping = false;
+
+  // gRPC C++ would send "localhost" for a unix: target; the default authority argument makes it
+  // send what the kubelet's grpc-go sends instead.
+  std::shared_ptr<grpc::Channel> dial_plugin(const std::string& socket) const {
+    grpc::ChannelArguments args;
+    args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, authority.empty() ? socket : authority);
+    return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
+  }
 
   void emit(SimEvent::Kind kind, const std::string& resource, std::string message) {
     if (callback) callback(SimEvent{kind, resource, std::move(message)});
@@ -118,7 +127,7 @@ struct KubeletSim::Impl final : v1beta1::Registration::Service {
       if (it != current.end()) previous = it->second;
       current[rs.resource] = stream;
       streams.push_back(stream);
-      stream->channel = grpc::CreateChannel("unix:" + dir + "/" + req->endpoint(), grpc::InsecureChannelCredentials());
+      stream->channel = dial_plugin(dir + "/" + req->endpoint());
       stream->stub = v1beta1::DevicePlugin::NewStub(stream->channel);
       // Like the kubelet: answer Register at once, connect to the plugin in the background.
       stream->thread = std::thread([this, stream] { run_stream(stream); });
@@ -250,6 +259,8 @@ struct KubeletSim::Impl final : v1beta1::Registration::Service {
     return it->second;
   }
 };
+
+void KubeletSim::set_authority(std::string authority) { impl_->authority = std::move(authority); }
 
 KubeletSim::KubeletSim(std::string dir) : impl_(std::make_unique<Impl>()) {
   impl_->dir = std::move(dir);

@@ -79,6 +79,11 @@ class KubeletSim {
   const std::string& dir() const;
   std::string socket_path() const;
 
+  // The `:authority` sent when dialing a plugin; set before start(). Empty (the default): the
+  // plugin's socket path, as kubelets 1.19-1.25 send it (grpc-go dials the bare path and puts the
+  // target there); "localhost": as kubelets since 1.26 send it (grpc.WithAuthority).
+  void set_authority(std::string authority);
+
   // Called (from gRPC / stream threads) for every event; set before start().
   void on_event(std::function<void(const SimEvent&)> callback);
 

@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <regex>
 
 #include "e2e/sim_fixture.h"
@@ -84,6 +85,28 @@ TEST_F(TransportE2E, AStreamKgpuResetsIsLoggedOnceAndCounted) {
   // The kubelet's own stream is untouched.
   EXPECT_TRUE(sim->allocate(kGpu, {sim->snapshot().find(kGpu)->device_ids()[0]}).ok());
   EXPECT_TRUE(sim->snapshot().find(kGpu)->connected);
+}
+
+// The simulator plays kubelets 1.19-1.25 by default (above); as a kubelet since 1.26 it sends
+// "localhost", which is served the same.
+TEST(TransportAuthorityE2E, AKubeletSendingLocalhostGetsEveryGpu) {
+  TempDir work("kgpu-e2e");
+  std::string dir = work.path() + "/dp";
+  std::filesystem::create_directories(dir);
+  sim::KubeletSim kubelet(dir);
+  kubelet.set_authority("localhost");
+  ASSERT_TRUE(kubelet.start().ok());
+  PluginOptions options;
+  options.plugin_dir = dir;
+  auto plugin = start_plugin(options, work.path());
+  EXPECT_TRUE(kubelet.wait_for(
+      [](const sim::Snapshot& s) {
+        const auto* r = s.find(kGpu);
+        return r && r->connected && r->healthy_count() == 8;
+      },
+      20s))
+      << plugin->stderr_text();
+  EXPECT_EQ(plugin->stderr_text().find("gRPC: reset"), std::string::npos) << plugin->stderr_text();
 }
 
 }  // namespace
