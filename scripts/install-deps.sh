@@ -2,6 +2,8 @@
 # Installs every Debian (bookworm) package kgpu needs to build, test and benchmark.
 # clang-14 + libclang-rt-14-dev (libclang_rt.fuzzer, the sanitizer runtimes): the fuzz targets. The
 # sanitizer builds use gcc's own runtimes (libasan8, libubsan1, libtsan2: build-essential brings them).
+# Go packages are built offline in GOPATH mode from /usr/share/gocode: Sprig for the Helm renderer
+# (tests/deploy), grpc-go for the kubelet-side interop peer (tests/interop).
 # Idempotent: re-running it on a machine that has everything is quick.
 set -euo pipefail
 
@@ -15,6 +17,7 @@ packages=(
   clang-14 libclang-rt-14-dev
   python3 python3-yaml
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev golang-github-xeipuuv-gojsonschema-dev
+  golang-google-grpc-dev  # grpc-go, the kubelet's gRPC: the e2e tests' interop peer (tests/interop)
 )
 
 missing=()
