@@ -48,8 +48,29 @@ void ParseContext::unknown_key(const YAML::Node& key, const std::string& where,
   add(strict_ ? Diagnostic::Severity::Error : Diagnostic::Severity::Warning, position(key), message);
 }
 
+namespace {
+// What a misplaced value is, with the value itself for a scalar: `the string "four"`, `the number 3`,
+// `the boolean true` (the text cut at 40 bytes, anything but printable ASCII shown as '?').
+std::string describe_value(const YAML::Node& node) {
+  if (!node.IsScalar()) return ParseContext::type_name(node);
+  const std::string& text = node.Scalar();
+  std::string shown;
+  for (size_t i = 0; i < text.size() && i < 40; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    shown += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? static_cast<char>(c) : '?';
+  }
+  if (text.size() > 40) shown += "...";
+  const bool quoted = node.Tag() == "!";  // "3" in quotes is a string whatever it spells
+  if (!quoted && !text.empty() && text.find_first_not_of("+-0123456789.eE") == std::string::npos &&
+      text.find_first_of("0123456789") != std::string::npos)
+    return "the number " + shown;
+  if (!quoted && parse_bool(text)) return "the boolean " + shown;
+  return "the string \"" + shown + "\"";
+}
+}  // namespace
+
 void ParseContext::wrong_type(const YAML::Node& at, const std::string& key, const std::string& expected) {
-  error(at, "expected " + expected + " for " + key + ", got " + type_name(at));
+  error(at, "expected " + expected + " for " + key + ", got " + describe_value(at));
 }
 
 std::optional<std::string> ParseContext::key(const YAML::Node& key, const std::string& where) {

@@ -48,7 +48,8 @@ std::string event_cause(const HealthEvent& event) {
 }
 
 std::string HealthChange::describe() const {
-  return fmt::format("{}: {}: {}", device, healthy ? "healthy" : "unhealthy", cause);
+  return fmt::format("{}: {}: {}{}", device, healthy ? "healthy" : "unhealthy", cause,
+                     until_reset ? " (until GPU reset; restart kgpu after the reset)" : "");
 }
 
 namespace {
@@ -99,6 +100,8 @@ HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& e
     set_health(gpu->health, healthy, cause, gpu->uuid, out.changes);
     for (auto& m : gpu->mig_devices) set_health(m.health, healthy, cause, m.uuid, out.changes);
   }
+  if (!recovered && event_action(config, event) == XidAction::MarkUnhealthyUntilReset)
+    for (auto& change : out.changes) change.until_reset = true;
   return out;
 }
 

@@ -39,7 +39,10 @@ struct HealthChange {
   std::string device;  // GPU or MIG uuid
   std::string cause;
   bool healthy = false;  // the new state
-  std::string describe() const;  // "GPU-x: unhealthy: XID 79 (GPU has fallen off the bus)"
+  // Marked by a MarkUnhealthyUntilReset action: only a GPU reset and a kgpu restart bring it back.
+  bool until_reset = false;
+  // "GPU-x: unhealthy: XID 79 (GPU has fallen off the bus) (until GPU reset; restart kgpu after the reset)"
+  std::string describe() const;
   bool operator==(const HealthChange&) const = default;
 };
 

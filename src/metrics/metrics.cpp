@@ -77,7 +77,7 @@ void Metrics::count_registration_error(std::string_view r) { resource(r).count_r
 
 void Metrics::count_xid(uint64_t xid, std::string_view gpu_uuid) {
   std::lock_guard lock(xids_mutex_);
-  ++xids_[xid];
+  ++xids_[{std::string(gpu_uuid), xid}];
   if (gpu_uuid.empty()) return;
   if (auto it = last_xids_.find(gpu_uuid); it != last_xids_.end()) {
     it->second = xid;
@@ -290,8 +290,12 @@ std::string Metrics::render() const {
          "XID events reported by the driver, including ones the health policy ignores.");
   {
     std::lock_guard lock(xids_mutex_);
-    for (const auto& [xid, n] : xids_) {
-      sample(out, "kgpu_health_xid_events_total", {{"xid", std::to_string(xid)}}, format_value(n));
+    for (const auto& [key, n] : xids_) {
+      const auto& [gpu, xid] = key;
+      if (gpu.empty())
+        sample(out, "kgpu_health_xid_events_total", {{"xid", std::to_string(xid)}}, format_value(n));
+      else
+        sample(out, "kgpu_health_xid_events_total", {{"gpu", gpu}, {"xid", std::to_string(xid)}}, format_value(n));
     }
   }
 

@@ -20,7 +20,8 @@
 //   kgpu_preferred_allocation_duration_seconds{resource} histogram, GetPreferredAllocation latency
 //   kgpu_kubelet_registrations_total{resource}        counter, successful (re-)registrations
 //   kgpu_kubelet_registration_errors_total{resource}  counter, failed registration attempts
-//   kgpu_health_xid_events_total{xid}                 counter, XID events seen (ignored ones too)
+//   kgpu_health_xid_events_total{gpu,xid}             counter, XID events seen (ignored ones too), per GPU
+//                                                     UUID (gpu left out when the event named none)
 //   kgpu_config_reloads_total{result="success|error"} counter
 // Other exporters (GPU telemetry under DCGM exporter's names) append their families through
 // add_exposition(); they are rendered after kgpu's own, on the scraping thread.
@@ -126,7 +127,7 @@ class Metrics {
   std::map<std::string, std::unique_ptr<ResourceMetrics>, std::less<>> resources_;
 
   mutable std::mutex xids_mutex_;  // XIDs are rare; a plain lock is cheaper than cleverness
-  std::map<uint64_t, uint64_t> xids_;
+  std::map<std::pair<std::string, uint64_t>, uint64_t> xids_;  // (GPU UUID, XID) -> count; GPUs x XIDs seen
   std::map<std::string, uint64_t, std::less<>> last_xids_;  // bounded by the node's GPUs
 
   mutable std::mutex expositions_mutex_;

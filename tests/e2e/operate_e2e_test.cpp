@@ -104,7 +104,8 @@ TEST_F(OperateE2E, MetricsShowEveryFamilyAndChangeWithAllocationsAndXids) {
       },
       20s))
       << body;
-  EXPECT_EQ(series(body, "kgpu_health_xid_events_total{xid=\"79\"}"), 1) << body;
+  // Per GPU (issue 30, item 6): which GPU raised the XID, as dcgm-exporter's series say.
+  EXPECT_EQ(series(body, "kgpu_health_xid_events_total{gpu=\"" + ids[4] + "\",xid=\"79\"}"), 1) << body;
 
   int status = 0;
   get(port, "/healthz", &status);

@@ -169,7 +169,7 @@ TEST(ConfigFile, WrongTypes) {
   EXPECT_EQ(messages(loaded),
             (std::vector<std::string>{
                 "config.yaml:2:12: error: expected a string for flags.mpsRoot, got a list",
-                "config.yaml:3:11: error: expected a mapping for flags.plugin, got a scalar",
+                "config.yaml:3:11: error: expected a mapping for flags.plugin, got the number 3",
                 "config.yaml:7:24: error: expected a non-negative integer for "
                 "kgpu.health.recovery.probeIntervalMs, got \"soon\"",
             }));

@@ -42,7 +42,7 @@ TEST(Sharing, ReplicasMustBePresentAndAtLeastOne) {
             "c.yaml:5:17: error: replicas for sharing.timeSlicing.resources[0] must be at least 1, got -2");
   EXPECT_EQ(only_message(parse("sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: many\n")),
             "c.yaml:5:17: error: expected a positive integer for sharing.timeSlicing.resources[0].replicas, "
-            "got a scalar");
+            "got the string \"many\"");
   // One replica is accepted (NVIDIA demands two): the resource is advertised unshared.
   auto one = parse("sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 1\n");
   EXPECT_TRUE(one.diagnostics.empty());

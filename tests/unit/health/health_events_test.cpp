@@ -42,10 +42,20 @@ TEST(ApplyHealthEvent, FatalXidMarksOnlyThatGpu) {
   EXPECT_EQ(up.changes[0].device, "GPU-a");
   EXPECT_FALSE(up.changes[0].healthy);
   EXPECT_EQ(up.changes[0].cause, "XID 79 (GPU has fallen off the bus)");
-  EXPECT_EQ(up.changes[0].describe(), "GPU-a: unhealthy: XID 79 (GPU has fallen off the bus)");
+  // 79 is an until-reset XID: the log line says what brings the GPU back (issue 30, item 6).
+  EXPECT_TRUE(up.changes[0].until_reset);
+  EXPECT_EQ(up.changes[0].describe(),
+            "GPU-a: unhealthy: XID 79 (GPU has fallen off the bus) (until GPU reset; restart kgpu after the reset)");
   EXPECT_FALSE(up.inventory.gpus[0].health.healthy);
   EXPECT_EQ(up.inventory.gpus[0].health.reason, "XID 79 (GPU has fallen off the bus)");
   EXPECT_TRUE(up.inventory.gpus[1].health.healthy);
+}
+
+TEST(ApplyHealthEvent, RecoverableXidSaysNothingOfAReset) {
+  auto up = apply_health_event(two_gpus_one_with_mig(), xid("GPU-a", 8), HealthConfig{});
+  ASSERT_EQ(up.changes.size(), 1u);
+  EXPECT_FALSE(up.changes[0].until_reset);
+  EXPECT_EQ(up.changes[0].describe(), "GPU-a: unhealthy: XID 8 (GPU stopped processing (command timeout))");
 }
 
 TEST(ApplyHealthEvent, IgnoredXidChangesNothing) {

@@ -79,6 +79,20 @@ TEST(Metrics, RecordsPerResourceValues) {
   EXPECT_EQ(e.value("kgpu_config_reloads_total", {{"result", "error"}}), 2.0);
 }
 
+// Which GPU raised an XID is a label, as in dcgm-exporter's series (issue 30, item 6).
+TEST(Metrics, XidEventsCarryTheGpu) {
+  Metrics m;
+  m.count_xid(79, "GPU-a");
+  m.count_xid(79, "GPU-a");
+  m.count_xid(79, "GPU-b");
+  m.count_xid(31);
+  auto e = testing::parse_exposition(m.render());
+  EXPECT_EQ(e.value("kgpu_health_xid_events_total", {{"gpu", "GPU-a"}, {"xid", "79"}}), 2.0);
+  EXPECT_EQ(e.value("kgpu_health_xid_events_total", {{"gpu", "GPU-b"}, {"xid", "79"}}), 1.0);
+  EXPECT_EQ(e.value("kgpu_health_xid_events_total", {{"xid", "31"}}), 1.0);
+  EXPECT_EQ(m.last_xid("GPU-b"), 79u);
+}
+
 TEST(Metrics, HistogramBucketsAreCumulativeAndEndInInf) {
   Metrics m;
   auto& r = m.resource("nvidia.com/gpu");
