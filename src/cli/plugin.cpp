@@ -38,6 +38,23 @@ void log_lines(spdlog::level::level_enum level, const std::string& text) {
     if (!line.empty()) spdlog::log(level, "{}", line);
 }
 
+// The effective configuration, one line per setting that is not at its default, with where its
+// value came from (as --print-config shows it), so that an environment variable the chart sets
+// over the ConfigMap shows in the log at once.
+void log_effective_config(const kgpu::LoadedConfig& loaded, const char* when) {
+  std::istringstream in(kgpu::describe_effective_config(loaded));
+  size_t shown = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line.ends_with("(default)")) continue;
+    std::string compact;  // the key's padding collapsed
+    for (char c : line)
+      if (c != ' ' || compact.empty() || compact.back() != ' ') compact += c;
+    spdlog::info("config ({}): {}", when, compact);
+    ++shown;
+  }
+  if (shown == 0) spdlog::info("config ({}): every setting at its default", when);
+}
+
 int run_plugin(const PluginArgs& args) {
   auto env = kgpu::process_environment();
   // Per-node config (Helm with several configs): the Node's label picks the file.
@@ -54,6 +71,7 @@ int run_plugin(const PluginArgs& args) {
     std::cout << kgpu::describe_effective_config(*loaded);
     return 0;
   }
+  log_effective_config(*loaded, "start");
   // Before any thread exists, so that only the daemon's signalfd receives the signals.
   kgpu::server::Daemon::block_signals();
   const kgpu::Config& config = loaded->config;
@@ -66,6 +84,7 @@ int run_plugin(const PluginArgs& args) {
     auto reloaded = kgpu::cli::load_config_for_node(args.flags, kgpu::process_environment(), args.strict, selector);
     if (!reloaded) return reloaded.error();
     log_lines(spdlog::level::warn, kgpu::format_diagnostics(reloaded->diagnostics));
+    log_effective_config(*reloaded, "reload");
     // The DRA driver's sockets, slices and claim checkpoint are set up once; switching them live
     // could strand prepared claims, so a change waits for the next start (and says so).
     if (reloaded->config.dra != started_dra)

@@ -150,6 +150,26 @@ TEST_F(SwitchingE2E, NvmlIsFoundUnderTheContainerDriverRootFirst) {
       << missing.err;
 }
 
+// ---- item 7: the start-up log shows the effective configuration ----
+
+TEST_F(SwitchingE2E, StartupLogsEveryNonDefaultSettingWithItsOrigin) {
+  const std::string config = work.write("config.yaml", "version: v1\nflags:\n  migStrategy: single\n");
+  PluginOptions options;
+  options.config_file = config;
+  options.env["MIG_STRATEGY"] = "mixed";  // what the Helm chart's env does to a ConfigMap's value
+  options.extra_args = {"--device-id-strategy", "index"};
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  const std::string log = plugin->stderr_text();
+  EXPECT_NE(log.find("config (start): flags.migStrategy = mixed (env MIG_STRATEGY)"), std::string::npos) << log;
+  EXPECT_NE(log.find("config (start): flags.plugin.deviceIDStrategy = index (flag --device-id-strategy)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("config (start): configFile = \"" + config + "\" (flag --config-file)"), std::string::npos) << log;
+  // Defaults are not repeated.
+  EXPECT_EQ(log.find("config (start): flags.plugin.passDeviceSpecs"), std::string::npos) << log;
+}
+
 // ---- item 7: KGPU_GPU_TELEMETRY is a setting like the others ----
 
 TEST_F(SwitchingE2E, GpuTelemetrySwitchIsValidatedAndShown) {
