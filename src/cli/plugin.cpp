@@ -1,5 +1,7 @@
 // `kgpu plugin`: the node daemon. Loads the config (NVIDIA-compatible flags, env and file), then
 // hands over to server::Daemon until SIGTERM/SIGINT.
+#include <malloc.h>
+
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
@@ -56,6 +58,10 @@ void log_effective_config(const kgpu::LoadedConfig& loaded, const char* when) {
 }
 
 int run_plugin(const PluginArgs& args) {
+  // Large buffers (request messages, device lists) are mmapped and go back to the system when
+  // freed: a burst of big requests or lists must not leave the daemon's RSS high for good (glibc
+  // otherwise raises its mmap threshold after the first such free and keeps them in the heap).
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   auto env = kgpu::process_environment();
   // Per-node config (Helm with several configs): the Node's label picks the file.
   auto node_config = kgpu::cli::NodeConfigSelector::from_env(env);

@@ -32,7 +32,8 @@ class MessageReader {
   std::optional<std::string> next();  // the oldest complete message
   bool in_message() const { return !buffer_.empty(); }  // an unfinished message is buffered
   size_t complete() const { return messages_.size(); }
-  size_t buffered() const { return buffer_.size() + complete_bytes_; }  // bytes held, for input bounds
+  // Memory held (capacity, not size: what a bound on input must count), for input bounds.
+  size_t buffered() const { return buffer_.capacity() + complete_bytes_; }
 
  private:
   size_t max_message_;

@@ -1,6 +1,7 @@
 #include "rpc/server.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -71,6 +72,7 @@ struct Server::Impl {
   void run_tasks();
   void on_timer();
   void arm_timer();
+  void give_back_memory();
   void accept_on(uint64_t id);
   bool make_room(Listener& l);
   void pause_accepting(uint64_t id, Listener& l, int error);
@@ -230,7 +232,17 @@ void Server::Impl::run() {
     run_tasks();
     flush_dirty();
     arm_timer();
+    give_back_memory();
   }
+}
+
+// Once what peers made us buffer is all released, hand the heap's free memory back to the system:
+// a burst of large requests must not keep the daemon's RSS high for good.
+void Server::Impl::give_back_memory() {
+  constexpr size_t kWorthTrimming = 4u << 20;
+  if (budget.used != 0 || budget.peak < kWorthTrimming) return;
+  budget.peak = 0;
+  ::malloc_trim(0);
 }
 
 // A failure while serving one connection (bad_alloc in nghttp2's or our code) costs that

@@ -284,13 +284,15 @@ void ServerConnection::data_chunk(int32_t stream, std::string_view data) {
   Call* call = find(stream);
   // Unary and server-streaming calls take one message; a refused or answered call reads no more.
   if (!call || call->dispatched || call->refused || call->responded) return;
-  if (buffered_ + data.size() > budget_.per_connection || budget_.used + data.size() > budget_.process)
+  bool over_process = budget_.used + data.size() > budget_.process && buffered_ + data.size() > budget_.floor;
+  if (buffered_ + data.size() > budget_.per_connection || over_process)
     return refuse(*call, {Code::ResourceExhausted, "the server holds too much unread request data; retry later"});
   call->read_error = call->reader.feed(data);
   size_t now = call->reader.buffered();
   buffered_ += now - std::min(now, call->charged);
   budget_.used += now - std::min(now, call->charged);
   call->charged = std::max(now, call->charged);
+  budget_.peak = std::max(budget_.peak, budget_.used);
   if (!call->read_error.ok())
     return refuse(*call, call->read_error, call->read_error.code == Code::Unimplemented);
   if (call->reader.complete() > 1 || (call->reader.complete() == 1 && call->reader.in_message()))

@@ -34,9 +34,10 @@ TEST(Framing, BuffersGrowWithTheBytesThatArriveNotWithTheAnnouncedLength) {
   MessageReader reader;
   auto prefix = message_prefix(4 * 1024 * 1024);
   ASSERT_TRUE(reader.feed(std::string_view(prefix.data(), prefix.size())).ok());
-  EXPECT_EQ(reader.buffered(), kPrefixBytes);
+  EXPECT_LT(reader.buffered(), 64u);
   ASSERT_TRUE(reader.feed(std::string(1000, 'x')).ok());
-  EXPECT_EQ(reader.buffered(), kPrefixBytes + 1000);
+  EXPECT_GE(reader.buffered(), kPrefixBytes + 1000);
+  EXPECT_LT(reader.buffered(), 4 * (kPrefixBytes + 1000));
 }
 
 TEST(Framing, ACompressedMessageIsUnimplemented) {
