@@ -10,6 +10,7 @@
 #   validate-deploy.sh dockerfile                  structure and file/package checks of deploy/Dockerfile
 #   validate-deploy.sh negative RENDERER           the checkers reject known-bad inputs (they can fail)
 #   validate-deploy.sh notes RENDERER              the chart's NOTES.txt (NFD warning, labels-only mode)
+#   validate-deploy.sh values-doc                  every value the schema accepts is in the chart's README
 # Tools: node + tests/deploy/node_modules (scripts/install-deploy-deps.sh), python3, and the
 # helm-render binary built from tests/deploy/helm-render by CMake.
 set -euo pipefail
@@ -100,6 +101,17 @@ case "$mode" in
       "$renderer" -f "$values" --name kgpu --namespace kube-system "$chart" > "$rendered"
       node "$deploy_tests/check-expectations.js" "$rendered" "$deploy_tests/expect/$(basename "$values" .yaml).txt"
     done
+    ;;
+  values-doc)
+    # Every value the chart accepts is in its README (values table or NVIDIA migration table).
+    python3 "$deploy_tests/check_values_doc.py" "$chart"
+    # ... and the check can fail: a README without metrics.gpuTelemetry.
+    out="$(mktemp -d)"
+    trap 'rm -rf "$out"' EXIT
+    cp "$chart/values.yaml" "$chart/values.schema.json" "$out/"
+    grep -v 'metrics.gpuTelemetry' "$chart/README.md" > "$out/README.md"
+    expect_failure "README without a value" "does not document \`metrics.gpuTelemetry\`" -- \
+      python3 "$deploy_tests/check_values_doc.py" "$out"
     ;;
   notes)
     # What `helm install` prints: a warning when the labels need node-feature-discovery and the
