@@ -185,7 +185,15 @@ void ServerStream::mark_ended() {
     queued_.reset();
     callback = std::move(on_end_);
   }
-  if (callback) callback();
+  if (!callback) return;
+  // Runs inside nghttp2's callbacks or a connection's destructor: nothing may escape.
+  try {
+    callback();
+  } catch (const std::exception& e) {
+    spdlog::error("gRPC server: a stream's end handler failed: {}", e.what());
+  } catch (...) {
+    spdlog::error("gRPC server: a stream's end handler failed");
+  }
 }
 
 void ServerStream::kick() {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include "core/unique_fd.h"
 #include "rpc/server.h"
@@ -38,6 +39,10 @@ class Hardening : public ::testing::Test {
     service->unary("/t.S/Echo", [](std::string_view req, Responder r) { r.reply(std::string(req)); });
     service->unary("/t.S/Fail", [](std::string_view, Responder r) {
       r.fail({Code::InvalidArgument, "unknown device " + std::string(100 * 1024, 'x')});
+    });
+    service->server_streaming("/t.S/Throws", [](std::string_view, std::shared_ptr<ServerStream> s) {
+      s->on_end([] { throw std::runtime_error("on_end failed"); });  // runs inside nghttp2's close callback
+      s->send_latest(std::make_shared<std::string>("first"));
     });
     service->server_streaming("/t.S/Watch", [this](std::string_view, std::shared_ptr<ServerStream> s) {
       s->on_end([this] { ended_++; });
@@ -203,6 +208,21 @@ TEST_F(Hardening, IdleConnectionsNeitherLockTheKubeletOutNorStay) {
     return ::recv(fd.get(), &c, 1, MSG_DONTWAIT) == 0;
   };
   EXPECT_TRUE(test::eventually([&] { return closed(idle.back()); }, ServerConnection::kHandshakeDeadline + 5s));
+}
+
+TEST_F(Hardening, AnExceptionInAStreamsEndHandlerNeitherEscapesNorStopsTheServer) {
+  {
+    RawH2Client client(path_);
+    std::string body = grpc_frame("");
+    auto fields = grpc_fields("/t.S/Throws");
+    fields.push_back({"grpc-timeout", "50m"});  // the server ends the stream: on_end runs, and throws
+    int32_t id = client.request(fields, &body);
+    // The handler's failure is contained where it happens: the stream still ends with its status.
+    ASSERT_TRUE(client.run_until([&] { return client.stream(id).closed; }, 5s));
+    EXPECT_EQ(client.stream(id).headers.at("grpc-status"), "4");
+  }
+  EXPECT_TRUE(server_->serving());
+  EXPECT_TRUE(echo_works());
 }
 
 TEST_F(Hardening, APingFloodEndsInGoawayNotABareClose) {
