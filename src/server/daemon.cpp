@@ -217,6 +217,7 @@ struct Daemon::Impl {
       auto [it, inserted] =
           servers.try_emplace(name, std::make_unique<ResourceServer>(name, plugin_dir, snapshot, options.events, transport));
       if (!inserted) it->second->update(snapshot, true);
+      if (inserted) it->second->on_list_and_watch([this, name] { post([this, name] { first_list_opened(name); }); });
       if (serve(name, *it->second))
         spdlog::info("{}: serving {} on {}", name, device_summary(*new_plan.find(name)), it->second->socket_path());
     }
@@ -341,6 +342,11 @@ struct Daemon::Impl {
       register_backoff.reset();
       disarm_timer(register_timer.get());
     }
+  }
+
+  void first_list_opened(const std::string& name) {
+    awaiting_first_list.erase(name);
+    if (awaiting_first_list.empty()) disarm_timer(first_list_timer.get());  // no wake-up when all is well
   }
 
   // The kubelet answered Register, so it will dial us; a kubelet whose gRPC cannot talk to ours

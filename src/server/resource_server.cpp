@@ -78,6 +78,14 @@ class DevicePluginService {
     std::lock_guard lock(mu_);
     return state_;
   }
+  void set_stream_observer(std::function<void()> observer) {
+    std::lock_guard lock(mu_);
+    stream_observer_ = std::move(observer);
+  }
+  std::function<void()> stream_observer() const {
+    std::lock_guard lock(mu_);
+    return stream_observer_;
+  }
   void set_hub(std::shared_ptr<WatchHub> hub) {
     std::lock_guard lock(mu_);
     hub_ = std::move(hub);
@@ -97,6 +105,7 @@ class DevicePluginService {
       spdlog::debug("ListAndWatch opened for {}", self->resource_);
       self->hub()->open(std::move(stream));
       self->counters_->list_and_watch_opened++;
+      if (auto opened = self->stream_observer()) opened();
     });
     m->unary(base + "Allocate", [self](std::string_view bytes, rpc::Responder r) { self->allocate(bytes, r); });
     m->unary(base + "GetPreferredAllocation",
@@ -190,6 +199,7 @@ class DevicePluginService {
   mutable std::mutex mu_;
   StatePtr state_;
   std::shared_ptr<WatchHub> hub_;
+  std::function<void()> stream_observer_;
   std::shared_ptr<ServerCounters> counters_;
   std::shared_ptr<ServerEvents> events_;  // may be null
 };
@@ -218,6 +228,10 @@ ResourceServer::ResourceServer(std::string resource, std::string plugin_dir, Sta
       rpc_(std::move(rpc)) {}
 
 ResourceServer::~ResourceServer() { stop(); }
+
+void ResourceServer::on_list_and_watch(std::function<void()> observer) {
+  service_->set_stream_observer(std::move(observer));
+}
 
 Status ResourceServer::start() {
   std::lock_guard lock(mu_);

@@ -5,6 +5,7 @@
 // ServingState snapshot; the daemon swaps in new snapshots with update(), which pushes
 // ListAndWatch only when asked to.
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -65,6 +66,8 @@ class ResourceServer {
   std::string socket_path() const { return plugin_dir_ + "/" + endpoint(); }
   size_t open_streams() const;
   const ServerCounters& counters() const { return *counters_; }
+  // Runs (on the transport's thread) each time a kubelet opens ListAndWatch.
+  void on_list_and_watch(std::function<void()> observer);
 
  private:
   std::string resource_;

@@ -17,8 +17,11 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "deviceplugin/v1beta1/api.pb.h"
+#include "rpc/server.h"
 #include "server/daemon.h"
 #include "sim/kubelet_sim.h"
+#include "support/eventually.h"
 
 namespace kgpu::server {
 namespace {
@@ -352,6 +355,31 @@ TEST_F(DaemonTest, KubeletRestartLostInAnInotifyOverflowIsStillSeen) {
   // The watch works again after the overflow: a plain kubelet restart is still seen.
   ASSERT_TRUE(sim->restart().ok());
   ASSERT_TRUE(wait_healthy(2, 3));
+}
+
+// Issue 26, item 4: a kubelet whose gRPC cannot talk to ours accepts Register and then never opens
+// ListAndWatch; without a warning the node silently has zero devices. A Registration server that
+// answers and never dials back plays it.
+TEST_F(DaemonTest, AKubeletThatNeverOpensListAndWatchIsWarnedAbout) {
+  LogCapture logs;
+  auto transport = rpc::Server::start();
+  ASSERT_TRUE(transport) << transport.error().message;
+  auto registration = std::make_shared<rpc::Service>();
+  std::atomic<int> registered{0};
+  registration->unary("/v1beta1.Registration/Register", [&](std::string_view, rpc::Responder r) {
+    registered++;
+    r.reply(v1beta1::Empty{}.SerializeAsString());
+  });
+  auto fd = rpc::listen_unix(dir + "/kubelet.sock");
+  ASSERT_TRUE(fd) << fd.error().message;
+  ASSERT_TRUE((*transport)->serve(std::move(*fd), registration));
+  options.first_list_deadline = 50ms;
+  run_daemon();
+  ASSERT_TRUE(test::eventually([&] { return registered.load() >= 1; }, 10s));
+  EXPECT_TRUE(test::eventually([&] { return logs.count("has not opened ListAndWatch") == 1; }, 10s));
+  daemon->stop();
+  runner.join();
+  EXPECT_EQ(logs.count("nvidia.com/gpu: the kubelet accepted Register"), 1u);
 }
 
 }  // namespace
