@@ -53,6 +53,7 @@ struct Server::Impl {
     // that stays readable does not spin the loop.
     std::optional<Clock::time_point> paused_until;
     std::chrono::milliseconds pause{100};
+    bool accept_failing = false;  // logged once per episode
   };
   std::unordered_map<uint64_t, Listener> listeners;
   struct Open {
@@ -376,9 +377,11 @@ bool Server::Impl::make_room(Listener& l) {
 }
 
 void Server::Impl::pause_accepting(uint64_t id, Listener& l, int error) {
-  if (!l.paused_until)
-    spdlog::warn("gRPC server: cannot accept connections ({}); pausing accepts for {} ms, serving the open ones",
-                 std::strerror(error), l.pause.count());
+  if (!l.accept_failing)
+    spdlog::warn("gRPC server: cannot accept connections ({}); pausing accepts (100 ms doubling to 2 s) until it "
+                 "can, serving the open ones",
+                 std::strerror(error));
+  l.accept_failing = true;
   l.paused_until = Clock::now() + l.pause;
   l.pause = std::min<std::chrono::milliseconds>(l.pause * 2, std::chrono::seconds(2));
   watch(l.fd.get(), kListenerKind | id, 0, EPOLL_CTL_MOD);
@@ -394,6 +397,8 @@ void Server::Impl::accept_on(uint64_t id) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) pause_accepting(id, l, errno);
       return;  // EAGAIN, or a peer that left before we took it
     }
+    if (l.accept_failing) spdlog::info("gRPC server: accepting connections again");
+    l.accept_failing = false;
     l.pause = std::chrono::milliseconds(100);
     if (!make_room(l)) {
       if (!l.warned_full)

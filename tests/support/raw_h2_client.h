@@ -28,12 +28,10 @@ class RawH2Client {
     uint32_t close_code = 0;  // RST_STREAM code, 0 for a normal end
   };
 
-  explicit RawH2Client(const std::string& socket) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return;
+  explicit RawH2Client(const std::string& socket) : RawH2Client(connect_to(socket)) {}
+  // Takes a socket already connected (or -1).
+  explicit RawH2Client(int connected_fd) : fd_(connected_fd) {
+    if (fd_ < 0) return;
     nghttp2_session_callbacks* cb = nullptr;
     nghttp2_session_callbacks_new(&cb);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
@@ -47,6 +45,16 @@ class RawH2Client {
     nghttp2_session_callbacks_del(cb);
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, nullptr, 0);
     connected_ = true;
+  }
+  // A unix socket connected to `socket`, or -1.
+  static int connect_to(const std::string& socket, int fd = -1) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
+    if (fd < 0) fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+    if (fd >= 0) ::close(fd);
+    return -1;
   }
   ~RawH2Client() {
     if (session_) nghttp2_session_del(session_);

@@ -3,6 +3,7 @@
 // client (tests/support/raw_h2_client.h), so the peer sends exactly the frames a test wants.
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
 
 #include "core/unique_fd.h"
 #include "rpc/server.h"
@@ -52,7 +54,9 @@ class Hardening : public ::testing::Test {
     });
     auto fd = listen_unix(path_);
     ASSERT_TRUE(fd) << fd.error().message;
-    ASSERT_TRUE(server_->serve(std::move(*fd), service));
+    auto id = server_->serve(std::move(*fd), service);
+    ASSERT_TRUE(id);
+    listener_ = *id;
   }
   void TearDown() override {
     server_.reset();
@@ -75,6 +79,7 @@ class Hardening : public ::testing::Test {
   static inline int counter_ = 0;
   std::string dir_, path_;
   std::unique_ptr<Server> server_;
+  uint64_t listener_ = 0;
   std::atomic<int> ended_{0};
   std::mutex mu_;
   std::vector<std::shared_ptr<ServerStream>> streams_;
@@ -223,6 +228,35 @@ TEST_F(Hardening, AnExceptionInAStreamsEndHandlerNeitherEscapesNorStopsTheServer
   }
   EXPECT_TRUE(server_->serving());
   EXPECT_TRUE(echo_works());
+}
+
+TEST_F(Hardening, OutOfFileDescriptorsPausesAcceptingInsteadOfSpinning) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);  // made before descriptors run out
+  ASSERT_GE(fd, 0);
+  int highest = ::dup(0);  // the lowest free descriptor: every lower one is taken
+  ::close(highest);
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(highest);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  // A connection made while accept4 fails with EMFILE waits in the backlog.
+  RawH2Client client(RawH2Client::connect_to(path_, fd));
+  ASSERT_TRUE(client.connected());
+  timespec t0{}, t1{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+  std::this_thread::sleep_for(300ms);  // a measuring window, not synchronisation
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+  size_t accepted = server_->connections(listener_);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_EQ(accepted, 0u) << "the connection was accepted although no descriptor was free";
+  double cpu_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+  EXPECT_LT(cpu_ms, 100.0) << "the serving thread spun on a readable listening socket";
+  // Accepting resumes by itself: the waiting connection is served.
+  std::string body = grpc_frame("late");
+  int32_t id = client.request(grpc_fields("/t.S/Echo"), &body);
+  ASSERT_TRUE(client.run_until([&] { return client.stream(id).closed; }, 10s));
+  EXPECT_EQ(client.stream(id).headers.at("grpc-status"), "0");
 }
 
 TEST_F(Hardening, APingFloodEndsInGoawayNotABareClose) {
