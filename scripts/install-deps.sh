@@ -16,6 +16,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev
   python3 python3-yaml
+  python3-h2  # HTTP/2 from the client side for raw edge cases: tests/interop/h2 (issues 26, 27)
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev golang-github-xeipuuv-gojsonschema-dev
   golang-google-grpc-dev  # grpc-go, the kubelet's gRPC: the e2e tests' interop peer (tests/interop)
 )
