@@ -139,11 +139,13 @@ bool ServerConnection::on_readable() {
   return false;
 }
 
-void ServerConnection::terminate(uint32_t code, std::string_view cause, std::string_view detail) {
+void ServerConnection::terminate(uint32_t code, std::string_view cause, std::string_view detail,
+                                 std::optional<int32_t> last_stream) {
   if (terminated_) return;
   terminated_ = true;
   log_.record(peer_, {ErrorScope::Connection, code, cause, detail, {}, {}});
-  nghttp2_session_terminate_session(session_, code);
+  if (last_stream) nghttp2_session_terminate_session2(session_, *last_stream, code);
+  else nghttp2_session_terminate_session(session_, code);
 }
 
 bool ServerConnection::flush() {
@@ -276,7 +278,9 @@ int ServerConnection::header_field(const nghttp2_frame& frame, std::string_view 
   }
   // An HPACK bomb: a small block that decodes to megabytes. Decoding the rest would cost the one
   // serving thread what every other client waits for, so the connection ends here.
-  terminate(NGHTTP2_ENHANCE_YOUR_CALM, call->head.problem()->kind, call->head.problem()->detail);
+  // The GOAWAY names the stream before this one as the last processed: the client may retry it.
+  terminate(NGHTTP2_ENHANCE_YOUR_CALM, call->head.problem()->kind, call->head.problem()->detail,
+            std::max(0, frame.hd.stream_id - 2));
   return NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
@@ -394,8 +398,10 @@ void ServerConnection::dispatch(Call& call) {
   const std::string& path = call.head.head().path;
   if (!call.read_error.ok()) return respond_trailers_only(call, call.read_error);
   auto request = call.reader.next();
-  bool one_message = request && call.reader.complete() == 0 && !call.reader.in_message();
+  bool cut_off = call.reader.in_message();
+  bool one_message = request && call.reader.complete() == 0 && !cut_off;
   release_input(call);
+  if (cut_off) return respond_trailers_only(call, {Code::Internal, "the request ended inside a gRPC message"});
   if (!one_message) return respond_trailers_only(call, {Code::Unimplemented, path + " takes exactly one request message"});
   try {
     if (method->unary) {

@@ -111,7 +111,9 @@ class ServerConnection {
   void respond_with_body(Call& call);
   void submit_trailers(Call& call);
   // Ends the connection at once with GOAWAY(code): a peer breaking the protocol or a bound.
-  void terminate(uint32_t code, std::string_view cause, std::string_view detail);
+  // `last_stream`: the last stream the GOAWAY says was processed (default: nghttp2's own count).
+  void terminate(uint32_t code, std::string_view cause, std::string_view detail,
+                 std::optional<int32_t> last_stream = std::nullopt);
 
   uint64_t id_;
   UniqueFd fd_;
