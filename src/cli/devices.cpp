@@ -2,8 +2,10 @@
 // resources, device IDs, health, NUMA), then exits. `-o json` for machines; `--prefer N` explains
 // the GetPreferredAllocation choice of N devices for each resource. `--live` asks the running plugin
 // (through its sockets next to --kubelet-socket) for the health it advertises now, so XIDs, lost
-// and recovered devices show here; the causes are in the plugin's log. It also asks the kubelet's
-// PodResources API which devices running pods hold, and names the pods that hold IDs this config no
+// and recovered devices show here; each Unhealthy device's cause comes from the plugin's /metrics
+// (kgpu_device_unhealthy) when --metrics-addr is set; an MPS resource the plugin withholds is said
+// to be waiting for its control daemon; an unreachable plugin makes the exit status 1. It also asks
+// the kubelet's PodResources API which devices running pods hold, and names the pods that hold IDs this config no
 // longer advertises (the plugin keeps those GPUs Unhealthy until the pods are gone).
 #include <algorithm>
 #include <chrono>
@@ -24,6 +26,8 @@
 #include "server/plugin_client.h"
 #include "server/resource_server.h"
 #include "nvml/nvml_library.h"
+#include "cli/live_causes.h"
+#include "mps/readiness.h"
 
 namespace {
 
@@ -34,16 +38,27 @@ struct DevicesArgs {
   bool live = false;
 };
 
+using Causes = std::map<std::string, std::string>;  // device ID -> why it is Unhealthy
+
 // Overlays the running plugin's advertised health on the plan (and marks a GPU unhealthy when any
-// of its advertised IDs is). Resources the plugin does not serve are reported as problems.
-void overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgpu::ResourcePlan& plan) {
+// of its advertised IDs is). An MPS resource whose control daemon is not ready is withheld by the
+// plugin, so it has no socket: that is said as such. Returns how many resources the plugin should
+// serve but could not be reached for (each is reported as a problem).
+size_t overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgpu::ResourcePlan& plan,
+                           const Causes& causes) {
   const std::string dir = kgpu::server::plugin_dir_of(config.kubelet_socket);
-  std::map<std::string, bool> unhealthy_gpu;
+  std::map<std::string, std::string> unhealthy_gpu;  // UUID -> cause
+  size_t unreachable = 0;
   for (auto& r : plan.resources) {
+    if (!kgpu::mps_ready(config, r)) {
+      plan.problems.push_back("live: " + r.name + " is withheld: " + kgpu::mps_waiting_reason(config, r));
+      continue;
+    }
     std::string socket = dir + "/" + kgpu::server::socket_file_name(r.name);
     auto live = kgpu::server::read_device_list(socket, std::chrono::seconds(2));
     if (!live) {
       plan.problems.push_back("live: " + r.name + " is not being served (" + live.error().message + ")");
+      ++unreachable;
       continue;
     }
     std::map<std::string, bool> healthy;
@@ -52,12 +67,30 @@ void overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgpu:
       auto it = healthy.find(d.id);
       if (it == healthy.end()) continue;
       d.healthy = it->second;
-      if (!d.healthy) unhealthy_gpu[d.id.substr(0, d.id.find("::"))] = true;
+      auto cause = causes.find(d.id);
+      if (!d.healthy)
+        unhealthy_gpu[d.id.substr(0, d.id.find("::"))] =
+            cause != causes.end() ? cause->second : "advertised Unhealthy by the running plugin (see its log for the cause)";
     }
   }
   for (auto& g : inv.gpus)
-    if (unhealthy_gpu.count(g.uuid) && g.health.healthy)
-      g.health = {false, "advertised Unhealthy by the running plugin (see its log for the cause)"};
+    if (auto it = unhealthy_gpu.find(g.uuid); it != unhealthy_gpu.end() && g.health.healthy)
+      g.health = {false, it->second};
+  return unreachable;
+}
+
+// device ID -> why the running plugin advertises it Unhealthy, from its /metrics
+// (kgpu_device_unhealthy). Without --metrics-addr there is nothing to ask: empty.
+Causes live_causes(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
+  Causes causes;
+  if (config.metrics_addr.empty()) return causes;  // the placeholder cause says where to look
+  auto got = kgpu::cli::fetch_device_causes(config.metrics_addr, std::chrono::seconds(2));
+  if (!got) {
+    plan.problems.push_back("live: cannot read the causes of Unhealthy devices: " + got.error().message);
+    return causes;
+  }
+  for (auto& c : *got) causes[c.device] = std::move(c.reason);
+  return causes;
 }
 
 // Devices running pods hold under IDs the plan does not advertise (a config switch renamed them):
@@ -90,7 +123,7 @@ std::string gib(uint64_t bytes) {
   return buf;
 }
 
-nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan) {
+nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, const Causes& causes) {
   nlohmann::json j;
   j["driverVersion"] = inv.driver_version;
   j["gpus"] = nlohmann::json::array();
@@ -110,8 +143,11 @@ nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& pla
   for (const auto& r : plan.resources) {
     nlohmann::json jr{{"name", r.name}, {"sharing", kgpu::to_string(r.sharing)}, {"replicas", r.replicas}};
     jr["devices"] = nlohmann::json::array();
-    for (const auto& d : r.devices)
-      jr["devices"].push_back({{"id", d.id}, {"health", d.healthy ? "Healthy" : "Unhealthy"}, {"numaNodes", d.numa_nodes}});
+    for (const auto& d : r.devices) {
+      nlohmann::json jd{{"id", d.id}, {"health", d.healthy ? "Healthy" : "Unhealthy"}, {"numaNodes", d.numa_nodes}};
+      if (auto it = causes.find(d.id); !d.healthy && it != causes.end()) jd["cause"] = it->second;
+      jr["devices"].push_back(jd);
+    }
     j["resources"].push_back(jr);
   }
   j["warnings"] = inv.warnings;
@@ -119,7 +155,7 @@ nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& pla
   return j;
 }
 
-void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan) {
+void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, const Causes& causes) {
   std::cout << "GPUs: " << inv.gpus.size();
   if (!inv.driver_version.empty()) std::cout << " (driver " << inv.driver_version << ")";
   std::cout << "\n";
@@ -140,6 +176,7 @@ void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan) {
     for (const auto& d : r.devices) {
       std::cout << "    " << d.id << "  " << (d.healthy ? "Healthy" : "Unhealthy");
       for (auto n : d.numa_nodes) std::cout << "  numa " << n;
+      if (auto it = causes.find(d.id); !d.healthy && it != causes.end()) std::cout << "  cause: " << it->second;
       std::cout << "\n";
     }
   }
@@ -169,13 +206,22 @@ int run_devices(const DevicesArgs& args) {
   const auto nvml = discovery.nvml();
   const std::string nvml_path = nvml ? nvml->path() : std::string("not loaded");
   auto plan = kgpu::plan(config, *inv);
+  size_t unreachable = 0;
+  Causes causes;
   if (args.live) {
-    overlay_live_health(config, *inv, plan);
+    causes = live_causes(config, plan);
+    unreachable = overlay_live_health(config, *inv, plan, causes);
     report_held_devices(config, plan);
   }
+  // A script asking the live state must not take "not running" for "nothing wrong".
+  const int rc = unreachable == 0 ? 0 : 1;
+  if (unreachable > 0)
+    std::cerr << "kgpu devices --live: cannot reach the running plugin for " << unreachable
+              << " resource(s) under " << kgpu::server::plugin_dir_of(config.kubelet_socket)
+              << " (is kgpu plugin running with this --kubelet-socket?)\n";
   if (args.output == "dra") return kgpu::cli::print_dra_slices(config, *inv);
   if (args.output == "json") {
-    auto j = to_json(*inv, plan);
+    auto j = to_json(*inv, plan, causes);
     j["config"] = {{"file", config.config_file}, {"origin", config_origin}};
     j["nvml"] = nvml_path;
     if (args.prefer > 0)
@@ -188,11 +234,11 @@ int run_devices(const DevicesArgs& args) {
         j["resources"][i]["preferred"] = pick ? nlohmann::json(*pick) : nlohmann::json({{"error", pick.error().message}});
       }
     std::cout << j.dump(2) << "\n";
-    return 0;
+    return rc;
   }
   std::cout << "Config: " << config_file << " (" << config_origin << ")\n";
   std::cout << "NVML: " << nvml_path << "\n";
-  print_text(*inv, plan);
+  print_text(*inv, plan, causes);
   if (args.prefer > 0) {
     for (const auto& r : plan.resources) {
       std::vector<std::string> ids;
@@ -202,7 +248,7 @@ int run_devices(const DevicesArgs& args) {
                 << kgpu::explain_preferred(config, *inv, r, ids, {}, args.prefer) << "\n";
     }
   }
-  return 0;
+  return rc;
 }
 
 void setup_devices(CLI::App& root) {
@@ -212,7 +258,8 @@ void setup_devices(CLI::App& root) {
   cmd->add_option("-o,--output", args->output, "text|json|dra")->check(CLI::IsMember({"text", "json", "dra"}));
   cmd->add_option("--prefer", args->prefer, "Explain the preferred allocation of N devices per resource");
   cmd->add_flag("--live", args->live,
-                "Show the health the running plugin advertises now (reads its sockets next to --kubelet-socket)");
+                "Show the health the running plugin advertises now (its sockets next to --kubelet-socket; each "
+                "Unhealthy device's cause from its /metrics at --metrics-addr); exit 1 when it cannot be reached");
   cmd->callback([args] { kgpu::cli::set_exit_code(run_devices(*args)); });
 }
 KGPU_COMMAND(setup_devices);

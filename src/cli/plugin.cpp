@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -99,9 +100,18 @@ int run_plugin(const PluginArgs& args) {
   };
   // An MPS resource is advertised only once `kgpu mps-daemon` reports its control daemon ready;
   // GPUs that running pods hold under a previous config's IDs stay Unhealthy until the pods end.
+  // Metrics first: the registry must exist before any server or the plan filter reports into it.
+  kgpu::Metrics metrics(KGPU_VERSION);
   kgpu::cli::HeldGpuGuard held_gpus(kgpu::podresources::socket_for(config.kubelet_socket));
-  options.plan_filter = [&held_gpus](const kgpu::Config& c, kgpu::ResourcePlan plan) {
-    plan = kgpu::withhold_unready_mps(std::move(plan), [&c](const kgpu::Resource& r) { return kgpu::mps_ready(c, r); });
+  options.plan_filter = [&held_gpus, &metrics](const kgpu::Config& c, kgpu::ResourcePlan plan) {
+    // What is withheld, and why, goes to /readyz and /metrics: a probe that fails says what it waits for.
+    std::map<std::string, std::string> withheld;
+    plan = kgpu::withhold_unready_mps(std::move(plan), [&](const kgpu::Resource& r) {
+      if (kgpu::mps_ready(c, r)) return true;
+      withheld[r.name] = kgpu::mps_waiting_reason(c, r);
+      return false;
+    });
+    metrics.set_withheld(std::move(withheld));
     return held_gpus.filter(std::move(plan));
   };
 
@@ -117,11 +127,9 @@ int run_plugin(const PluginArgs& args) {
     options.api_share = dra->api_share();
   }
 
-  // Metrics first: the registry must exist before any server reports into it.
-  kgpu::Metrics metrics(KGPU_VERSION);
   std::unique_ptr<kgpu::MetricsServer> metrics_server;
   if (!config.metrics_addr.empty()) {
-    auto started = kgpu::MetricsServer::start(config.metrics_addr, metrics, [&metrics] { return metrics.all_registered(); });
+    auto started = kgpu::MetricsServer::start(config.metrics_addr, metrics, [&metrics] { return metrics.not_ready_reason(); });
     if (!started) {
       spdlog::error("cannot serve metrics on {}: {}", config.metrics_addr, started.error().message);
       return 1;
@@ -147,8 +155,8 @@ int run_plugin(const PluginArgs& args) {
     metrics.add_exposition(
         [transport](std::string& out) { kgpu::server::append_transport_metrics(*transport, out); });
   if (metrics_server)
-    daemon.on_plan_changed([&metrics](const kgpu::Config&, const kgpu::Inventory&, const kgpu::ResourcePlan& plan) {
-      kgpu::record_plan(metrics, plan);
+    daemon.on_plan_changed([&metrics](const kgpu::Config&, const kgpu::Inventory& i, const kgpu::ResourcePlan& plan) {
+      kgpu::record_plan(metrics, i, plan);
     });
   if (telemetry)
     daemon.on_plan_changed([&](const kgpu::Config&, const kgpu::Inventory& i, const kgpu::ResourcePlan&) {

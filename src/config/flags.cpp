@@ -46,7 +46,7 @@ unsigned scopes_of(const std::string& key) {
       {"kubeletSocket", kPlugin | kDevices | kMps},
       {"kgpu.cdiSpecDir", kPlugin | kCdi},
       {"kgpu.cdiKind", kPlugin | kCdi},
-      {"kgpu.metricsAddr", kPlugin},
+      {"kgpu.metricsAddr", kPlugin | kDevices},  // devices --live reads the causes from /metrics
       {"kgpu.gpuTelemetry", kPlugin},
       {"kgpu.migAllocationPolicy", kPlugin | kDevices},
       {"kgpu.labels.enabled", kPlugin},

@@ -123,6 +123,30 @@ bool Metrics::all_registered() const {
   return true;
 }
 
+void Metrics::set_withheld(std::map<std::string, std::string> why) {
+  std::lock_guard lock(plan_state_mutex_);
+  withheld_ = std::move(why);
+}
+
+void Metrics::set_unhealthy_devices(std::vector<DeviceCause> causes) {
+  std::lock_guard lock(plan_state_mutex_);
+  unhealthy_ = std::move(causes);
+}
+
+std::string Metrics::not_ready_reason() const {
+  if (!planned_.load(std::memory_order_acquire)) return "not ready: no device plan applied yet\n";
+  std::string why;
+  {
+    std::lock_guard lock(plan_state_mutex_);
+    for (const auto& [name, reason] : withheld_) why += "not ready: " + name + " is withheld: " + reason + "\n";
+  }
+  std::shared_lock lock(resources_mutex_);
+  for (const auto& [name, r] : resources_)
+    if (r->active_.load(std::memory_order_relaxed) && !r->registered_.load(std::memory_order_relaxed))
+      why += "not ready: " + name + " is not registered with the kubelet\n";
+  return why;
+}
+
 // ---- exposition -------------------------------------------------------------------------------
 
 std::string escape_label_value(std::string_view value) {
@@ -297,6 +321,18 @@ std::string Metrics::render() const {
       else
         sample(out, "kgpu_health_xid_events_total", {{"gpu", gpu}, {"xid", std::to_string(xid)}}, format_value(n));
     }
+  }
+
+  {
+    std::lock_guard lock(plan_state_mutex_);
+    family(out, "kgpu_resource_withheld", "gauge",
+           "1 for each configured resource held back from the kubelet, with the reason.");
+    for (const auto& [name, reason] : withheld_)
+      sample(out, "kgpu_resource_withheld", {{"resource", name}, {"reason", reason}}, "1");
+    family(out, "kgpu_device_unhealthy", "gauge", "1 for each device ID advertised Unhealthy, with the cause.");
+    for (const auto& c : unhealthy_)
+      sample(out, "kgpu_device_unhealthy", {{"resource", c.resource}, {"device", c.device}, {"reason", c.reason}},
+             "1");
   }
 
   family(out, "kgpu_config_reloads_total", "counter", "Configuration reloads, by result.");

@@ -23,6 +23,11 @@
 //   kgpu_health_xid_events_total{gpu,xid}             counter, XID events seen (ignored ones too), per GPU
 //                                                     UUID (gpu left out when the event named none)
 //   kgpu_config_reloads_total{result="success|error"} counter
+//   kgpu_resource_withheld{resource,reason}           gauge, 1 per configured resource held back
+//                                                     (an MPS resource whose control daemon is not ready)
+//   kgpu_device_unhealthy{resource,device,reason}     gauge, 1 per device ID advertised Unhealthy, with
+//                                                     why (the XID, lost GPU, held by a pod); what
+//                                                     `kgpu devices --live` shows as each device's cause
 // Other exporters (GPU telemetry under DCGM exporter's names) append their families through
 // add_exposition(); they are rendered after kgpu's own, on the scraping thread.
 #include <atomic>
@@ -70,6 +75,14 @@ class ResourceMetrics {
   LatencyHistogram preferred_latency_;
 };
 
+// One device ID advertised Unhealthy and why (kgpu_device_unhealthy).
+struct DeviceCause {
+  std::string resource;
+  std::string device;
+  std::string reason;
+  bool operator==(const DeviceCause&) const = default;
+};
+
 class Metrics {
  public:
   explicit Metrics(std::string version = "unknown");
@@ -112,6 +125,13 @@ class Metrics {
   // The /readyz predicate the daemon can use: a plan has been applied and every resource in it
   // is registered with the kubelet (set_registered). A plan with no resources is ready.
   bool all_registered() const;
+  // Configured resources the daemon holds back (resource -> why), replaced as a whole on every plan.
+  void set_withheld(std::map<std::string, std::string> why);
+  // Every device ID advertised Unhealthy now, with its cause; replaced as a whole on every plan.
+  void set_unhealthy_devices(std::vector<DeviceCause> causes);
+  // The /readyz answer: empty when ready (all_registered and nothing withheld), otherwise one
+  // sentence per reason, so that a probe's failure message says what to look at.
+  std::string not_ready_reason() const;
 
   // Prometheus text exposition format 0.0.4, families and series in a stable order.
   std::string render() const;
@@ -129,6 +149,10 @@ class Metrics {
   mutable std::mutex xids_mutex_;  // XIDs are rare; a plain lock is cheaper than cleverness
   std::map<std::pair<std::string, uint64_t>, uint64_t> xids_;  // (GPU UUID, XID) -> count; GPUs x XIDs seen
   std::map<std::string, uint64_t, std::less<>> last_xids_;  // bounded by the node's GPUs
+
+  mutable std::mutex plan_state_mutex_;  // set once per plan, read per scrape
+  std::map<std::string, std::string> withheld_;
+  std::vector<DeviceCause> unhealthy_;
 
   mutable std::mutex expositions_mutex_;
   std::vector<std::shared_ptr<const Exposition>> expositions_;

@@ -121,9 +121,8 @@ struct MetricsServer::Impl {
     } else if (line->path == "/healthz") {
       out = http::response(200, "text/plain; charset=utf-8", "ok\n");
     } else if (line->path == "/readyz") {
-      const bool is_ready = !ready || ready();
-      out = http::response(is_ready ? 200 : 503, "text/plain; charset=utf-8",
-                           is_ready ? "ok\n" : "not ready: not every resource is registered with the kubelet\n");
+      const std::string why = ready ? ready() : std::string();
+      out = http::response(why.empty() ? 200 : 503, "text/plain; charset=utf-8", why.empty() ? "ok\n" : why);
     } else {
       out = http::response(404, "text/plain; charset=utf-8", "not found\n");
     }

@@ -2,7 +2,8 @@
 // The optional HTTP endpoint for operators and probes, started only when --metrics-addr is set:
 //   GET /metrics  Prometheus text format (Metrics::render)
 //   GET /healthz  200 while the process serves HTTP (liveness)
-//   GET /readyz   200 when the readiness predicate holds (every resource registered), else 503
+//   GET /readyz   200 when the readiness check finds nothing missing, else 503 with its reasons
+//                 (a resource not registered yet, a resource withheld and why: Metrics::not_ready_reason)
 // One thread serves every connection with non-blocking sockets and poll(): connections are
 // concurrent, each has a total deadline (accept to last byte, not reset by each byte a slow
 // client trickles), their number is bounded (the oldest is dropped for a new one, so stalled
@@ -30,10 +31,12 @@ Result<ListenAddress> parse_listen_address(std::string_view addr);
 
 class MetricsServer {
  public:
-  using ReadyFn = std::function<bool()>;
+  // Empty when ready; otherwise the reasons (full lines) /readyz answers with its 503.
+  using ReadyFn = std::function<std::string()>;
 
   // Binds and starts serving in a background thread. `metrics` must outlive the server; `ready`
-  // is called on every /readyz request from a server thread (a null predicate means always ready).
+  // is called on every /readyz request from a server thread and must not throw (a null check
+  // means always ready).
   static Result<std::unique_ptr<MetricsServer>> start(const std::string& addr, const Metrics& metrics,
                                                        ReadyFn ready);
 

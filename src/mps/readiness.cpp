@@ -28,6 +28,11 @@ bool mps_ready(const Config& config, const Resource& resource) {
   return mps_marker_live(mps_ready_marker(config.mps_root, resource.name));
 }
 
+std::string mps_waiting_reason(const Config& config, const Resource& resource) {
+  return "waiting for the MPS control daemon (`kgpu mps-daemon` has not marked " +
+         mps_ready_marker(config.mps_root, resource.name) + " ready)";
+}
+
 ResourcePlan withhold_unready_mps(ResourcePlan plan, const std::function<bool(const Resource&)>& ready) {
   std::erase_if(plan.resources, [&](const Resource& r) {
     if (r.sharing != SharingKind::Mps || ready(r)) return false;

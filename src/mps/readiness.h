@@ -13,6 +13,10 @@ namespace kgpu {
 // live (see mps_marker_live).
 bool mps_ready(const Config& config, const Resource& resource);
 
+// Why an MPS resource is not ready, for /readyz and `kgpu devices --live`: "waiting for the MPS
+// control daemon (`kgpu mps-daemon` has not marked <marker> ready)".
+std::string mps_waiting_reason(const Config& config, const Resource& resource);
+
 // True when the marker at `path` exists and a live `kgpu mps-daemon` holds its flock: a marker
 // left by a supervisor that was killed (SIGKILL leaves no time to remove it) is not locked by
 // anyone, so it does not count.

@@ -82,7 +82,7 @@ TEST_F(MetricsServerTest, ServesMetricsThatParse) {
 }
 
 TEST_F(MetricsServerTest, HealthzIsAlwaysOk) {
-  start([] { return false; });
+  start([] { return std::string("not ready: never\n"); });
   auto res = client_->Get("/healthz");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
@@ -90,10 +90,11 @@ TEST_F(MetricsServerTest, HealthzIsAlwaysOk) {
 
 TEST_F(MetricsServerTest, ReadyzFollowsThePredicate) {
   std::atomic<bool> ready{false};
-  start([&ready] { return ready.load(); });
+  start([&ready] { return ready.load() ? std::string() : std::string("not ready: nvidia.com/gpu is withheld: why\n"); });
   auto res = client_->Get("/readyz");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 503);
+  EXPECT_EQ(res->body, "not ready: nvidia.com/gpu is withheld: why\n") << "the 503 says why";
   ready = true;
   res = client_->Get("/readyz");
   ASSERT_TRUE(res);

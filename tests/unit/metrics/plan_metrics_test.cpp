@@ -63,5 +63,55 @@ TEST(PlanMetrics, EmptyPlanIsReady) {
   EXPECT_TRUE(m.all_registered());
 }
 
+// Issue 30, item 8: /readyz says why it is not ready, a withheld resource included.
+TEST(PlanMetrics, NotReadyReasonNamesWithheldAndUnregisteredResources) {
+  Metrics m;
+  EXPECT_EQ(m.not_ready_reason(), "not ready: no device plan applied yet\n");
+  record_plan(m, plan_with({{"nvidia.com/gpu", {true}}}));
+  EXPECT_EQ(m.not_ready_reason(), "not ready: nvidia.com/gpu is not registered with the kubelet\n");
+  m.set_registered("nvidia.com/gpu", true);
+  EXPECT_EQ(m.not_ready_reason(), "");
+  m.set_withheld({{"nvidia.com/gpu.shared", "waiting for the MPS control daemon"}});
+  EXPECT_EQ(m.not_ready_reason(), "not ready: nvidia.com/gpu.shared is withheld: waiting for the MPS control daemon\n");
+  auto e = testing::parse_exposition(m.render());
+  ASSERT_EQ(e.error, "");
+  EXPECT_EQ(e.value("kgpu_resource_withheld",
+                    {{"resource", "nvidia.com/gpu.shared"}, {"reason", "waiting for the MPS control daemon"}}),
+            1.0);
+  m.set_withheld({});
+  EXPECT_EQ(m.not_ready_reason(), "");
+}
+
+// Issue 30, item 6: each Unhealthy device's cause is on /metrics for `kgpu devices --live`.
+TEST(PlanMetrics, UnhealthyDevicesCarryTheirCause) {
+  Inventory inv;
+  inv.gpus.resize(2);
+  inv.gpus[1].health = {false, "XID 79 (GPU has fallen off the bus)"};
+  MigDevice mig;
+  mig.health = {false, "XID 94 on MIG"};
+  inv.gpus[0].mig_devices.push_back(mig);
+  ResourcePlan plan = plan_with({{"nvidia.com/gpu", {true, false, false}}});
+  plan.resources[0].devices[1].gpu = 1;
+  plan.resources[0].devices[2].gpu = 0;
+  plan.resources[0].devices[2].mig = 0;
+  Metrics m;
+  record_plan(m, inv, plan);
+  auto e = testing::parse_exposition(m.render());
+  ASSERT_EQ(e.error, "");
+  EXPECT_EQ(e.value("kgpu_device_unhealthy", {{"resource", "nvidia.com/gpu"},
+                                              {"device", "GPU-1"},
+                                              {"reason", "XID 79 (GPU has fallen off the bus)"}}),
+            1.0);
+  EXPECT_EQ(e.value("kgpu_device_unhealthy",
+                    {{"resource", "nvidia.com/gpu"}, {"device", "GPU-2"}, {"reason", "XID 94 on MIG"}}),
+            1.0);
+  EXPECT_FALSE(e.value("kgpu_device_unhealthy", {{"resource", "nvidia.com/gpu"}, {"device", "GPU-0"}, {"reason", ""}}));
+  // A healthy GPU behind an Unhealthy ID: the held-GPU filter marked it.
+  inv.gpus[1].health = {};
+  EXPECT_NE(unhealthy_cause(inv, plan.resources[0].devices[1]).find("a running pod holds this GPU"), std::string::npos);
+  record_plan(m, inv, plan_with({{"nvidia.com/gpu", {true}}}));
+  EXPECT_EQ(m.render().find("kgpu_device_unhealthy{"), std::string::npos) << "recovered: the series leave";
+}
+
 }  // namespace
 }  // namespace kgpu

@@ -1,0 +1,122 @@
+// End to end: an operator's day two (issue 30). /readyz says why it is not ready while an MPS
+// resource waits for its control daemon, `kgpu devices --live` says "withheld" for it, shows the
+// cause of each Unhealthy device (read from the plugin's /metrics) and fails when the plugin is
+// not there at all.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <regex>
+
+#include "e2e/sim_fixture.h"
+#include "fake-nvml/fake_nvml_control.h"
+
+namespace kgpu::test {
+namespace {
+
+const std::string kGpu = "nvidia.com/gpu";
+
+class DayTwoE2E : public SimE2E {
+ protected:
+  // The metrics port the plugin logged, 0 while it has not yet.
+  static int metrics_port(const ChildProcess& plugin) {
+    static const std::regex line(R"(metrics: serving .* on 127\.0\.0\.1:(\d+))");
+    std::smatch m;
+    std::string log = plugin.stderr_text();
+    return std::regex_search(log, m, line) ? std::stoi(m[1]) : 0;
+  }
+  static std::string get(int port, const std::string& path, int* status) {
+    httplib::Client client("127.0.0.1", port);
+    auto res = client.Get(path);
+    *status = res ? res->status : -1;
+    return res ? res->body : "";
+  }
+  // Runs `kgpu devices --live ARGS...` on the same fake node; returns its exit code.
+  std::optional<int> devices_live(std::vector<std::string> args, std::string* out, std::string* err,
+                                  const std::string& name = "devices") {
+    ProcessOptions p;
+    p.argv = {kgpu_binary(), "devices", "--live", "--kubelet-socket", plugin_dir + "/kubelet.sock"};
+    p.argv.insert(p.argv.end(), args.begin(), args.end());
+    p.env = fake_nvml_env(make_fake_node("dgx-a100.yaml", work.file(name + "-node")));
+    ChildProcess cli(p, work.path(), name);
+    auto rc = cli.wait_exit(30s);
+    *out = cli.stdout_text();
+    *err = cli.stderr_text();
+    return rc;
+  }
+};
+
+TEST_F(DayTwoE2E, ReadyzAndDevicesLiveSayAnMpsResourceIsWithheld) {
+  const std::string mps_root = work.file("mps");
+  const std::string config = work.write("mps.yaml", "version: v1\nflags:\n  mpsRoot: " + mps_root + R"(
+sharing:
+  mps:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 4
+)");
+  PluginOptions options;
+  options.config_file = config;
+  options.extra_args = {"--metrics-addr", "127.0.0.1:0"};
+  auto plugin = start(options);
+  int port = 0;
+  ASSERT_TRUE(wait_until([&] { return (port = metrics_port(*plugin)) > 0; }, 20s)) << diagnostics(*plugin);
+  int status = 0;
+  std::string body;
+  // Withheld from the first plan on: once planned, the answer names the resource and why.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        body = get(port, "/readyz", &status);
+        return body.find("withheld") != std::string::npos;
+      },
+      20s))
+      << body << diagnostics(*plugin);
+  EXPECT_EQ(status, 503);
+  EXPECT_NE(body.find("nvidia.com/gpu is withheld: waiting for the MPS control daemon"), std::string::npos) << body;
+  EXPECT_NE(get(port, "/metrics", &status).find("kgpu_resource_withheld{resource=\"nvidia.com/gpu\""),
+            std::string::npos);
+
+  std::string out, err;
+  EXPECT_EQ(devices_live({"--config-file", config}, &out, &err), 0) << err << out;
+  EXPECT_NE(out.find("live: nvidia.com/gpu is withheld: waiting for the MPS control daemon"), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("not being served"), std::string::npos) << "no raw socket error for a withheld resource\n" << out;
+}
+
+TEST_F(DayTwoE2E, DevicesLiveFailsWhenThePluginIsNotRunning) {
+  std::string out, err;
+  EXPECT_EQ(devices_live({}, &out, &err), 1) << err << out;
+  EXPECT_NE(err.find("cannot reach the running plugin for 1 resource(s)"), std::string::npos) << err;
+  EXPECT_NE(out.find("live: nvidia.com/gpu is not being served"), std::string::npos) << out;
+}
+
+TEST_F(DayTwoE2E, DevicesLiveShowsTheCauseOfAnUnhealthyDevice) {
+  fake_nvml::Control control(work.file("nvml.control"));
+  PluginOptions options;
+  options.env["KGPU_FAKE_NVML_CONTROL"] = control.path();
+  options.extra_args = {"--metrics-addr", "127.0.0.1:0"};
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  int port = 0;
+  ASSERT_TRUE(wait_until([&] { return (port = metrics_port(*plugin)) > 0; }, 20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("health: watching") != std::string::npos; }, 20s));
+  auto ids = sim->snapshot().find(kGpu)->device_ids();
+  ASSERT_TRUE(control.inject_xid(ids[2], 79));
+  ASSERT_TRUE(wait_health(kGpu, ids[2], "Unhealthy")) << diagnostics(*plugin);
+  // The metrics observer runs after the kubelet's stream is pushed: wait for the series.
+  int status = 0;
+  ASSERT_TRUE(wait_until([&] { return get(port, "/metrics", &status).find("kgpu_device_unhealthy{") != std::string::npos; },
+                         20s));
+
+  std::string out, err;
+  const std::string addr = "127.0.0.1:" + std::to_string(port);
+  EXPECT_EQ(devices_live({"--metrics-addr", addr}, &out, &err), 0) << err << out;
+  EXPECT_NE(out.find(ids[2] + "  Unhealthy  cause: XID 79 (GPU has fallen off the bus)"), std::string::npos) << out;
+  EXPECT_NE(out.find("UNHEALTHY: XID 79 (GPU has fallen off the bus)"), std::string::npos) << "the GPU line too\n" << out;
+  EXPECT_NE(out.find(ids[1] + "  Healthy\n"), std::string::npos) << "no cause for a healthy device\n" << out;
+
+  EXPECT_EQ(devices_live({"--metrics-addr", addr, "-o", "json"}, &out, &err, "devices-json"), 0) << err << out;
+  EXPECT_NE(out.find("\"cause\": \"XID 79"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kgpu::test
