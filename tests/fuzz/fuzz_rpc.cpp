@@ -112,9 +112,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds) != 0) return 0;
   int efd = ::eventfd(0, EFD_NONBLOCK);
   auto mailbox = std::make_shared<rpc::Mailbox>(efd);
+  rpc::InputBudget budget;  // per input: a fresh process-wide account, which must end at zero
   {
     static rpc::TransportLog log;
-    rpc::ServerConnection conn(1, UniqueFd(fds[0]), service(), mailbox, log);
+    rpc::ServerConnection conn(1, UniqueFd(fds[0]), service(), mailbox, log, budget);
     size_t off = 0;
     bool alive = conn.valid();
     while (alive && off < wire.size()) {
@@ -127,7 +128,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       while (::read(fds[1], sink, sizeof(sink)) > 0) {
       }
     }
+    // Deadlines and timers are the server's: run them as if they had all passed.
+    conn.expire(std::chrono::steady_clock::now() + std::chrono::hours(1));
+    mailbox->take();
   }
+  if (budget.used != 0 || budget.pinned != 0) std::abort();  // what a connection held is given back
   mailbox->close();
   ::close(fds[1]);
   ::close(efd);
