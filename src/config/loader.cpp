@@ -162,10 +162,9 @@ Result<LoadedConfig> load_config(const ConfigFlags& flags, const std::map<std::s
   config_detail::check_effective_config({out.config, out.origins, positions, path, false}, out.diagnostics);
 
   if (has_errors(out.diagnostics)) {
-    std::vector<Diagnostic> errors;
-    for (const auto& d : out.diagnostics)
-      if (d.severity == Diagnostic::Severity::Error) errors.push_back(d);
-    std::string message = format_diagnostics(errors);
+    // Warnings too, as `config validate` prints them: a did-you-mean for a misspelled key is often
+    // what explains the error (a failed reload or start must not hide it).
+    std::string message = format_diagnostics(out.diagnostics);
     if (!message.empty() && message.back() == '\n') message.pop_back();
     return Error::invalid(message);
   }

@@ -62,7 +62,8 @@ bool flag_in_scope(const std::string& key, FlagScope scope);
 
 // Builds the effective Config. The config file is --config-file, else $CONFIG_FILE, else none.
 // strict: unknown keys are errors instead of warnings.
-// On failure the Error message is format_diagnostics() of every error-severity diagnostic.
+// On failure the Error message is format_diagnostics() of every diagnostic, warnings (did-you-mean
+// hints) included, as `kgpu config validate` prints them.
 Result<LoadedConfig> load_config(const ConfigFlags& flags,
                                  const std::map<std::string, std::string>& environment, bool strict);
 

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -453,8 +454,11 @@ struct Daemon::Impl {
     if (options.reload_config) {
       auto loaded = options.reload_config();
       if (!loaded) {
-        spdlog::error("reload: the new configuration is invalid; keeping the current plan. {}",
-                      loaded.error().message);
+        // One record per diagnostic line: a log pipeline keeps each error and hint whole.
+        spdlog::error("reload: the new configuration is invalid; keeping the current plan:");
+        std::istringstream lines(loaded.error().message);
+        for (std::string line; std::getline(lines, line);)
+          if (!line.empty()) spdlog::error("reload: {}", line);
         if (options.events) options.events->config_reloaded(false);
         return;
       }

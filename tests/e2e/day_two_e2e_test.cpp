@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <filesystem>
 #include <regex>
+#include <sstream>
 
 #include "e2e/sim_fixture.h"
 #include "fake-nvml/fake_nvml_control.h"
@@ -116,6 +118,50 @@ TEST_F(DayTwoE2E, DevicesLiveShowsTheCauseOfAnUnhealthyDevice) {
 
   EXPECT_EQ(devices_live({"--metrics-addr", addr, "-o", "json"}, &out, &err, "devices-json"), 0) << err << out;
   EXPECT_NE(out.find("\"cause\": \"XID 79"), std::string::npos) << out;
+}
+
+// Issue 30, item 7: a failed reload logs the hints `config validate` gives, one record per line.
+TEST_F(DayTwoE2E, AFailedReloadLogsTheDidYouMeanHints) {
+  const std::string config = work.write("config.yaml", "version: v1\n");
+  PluginOptions options;
+  options.config_file = config;
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  const std::string bad = work.write("bad.yaml", "version: v1\nflags:\n  migStrategy: mixd\n  mpsroot: /x\n");
+  std::filesystem::rename(bad, config);  // as a ConfigMap update swaps it
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("did you mean") != std::string::npos; }, 20s))
+      << diagnostics(*plugin);
+  const std::string log = plugin->stderr_text();
+  EXPECT_NE(log.find("reload: the new configuration is invalid; keeping the current plan:\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("reload: " + config + ":3:16: error: unknown MIG strategy \"mixd\""), std::string::npos) << log;
+  EXPECT_NE(log.find("reload: " + config + ":4:3: warning: unknown key \"mpsroot\" in flags; did you mean \"mpsRoot\"?"),
+            std::string::npos)
+      << log;
+}
+
+// Issue 30, item 7: JSON logs carry the fields a pipeline filters on, and no empty records.
+TEST_F(DayTwoE2E, JsonLogsCarryGpuXidAndResourceFields) {
+  fake_nvml::Control control(work.file("nvml.control"));
+  PluginOptions options;
+  options.env["KGPU_FAKE_NVML_CONTROL"] = control.path();
+  options.env["KGPU_LOG_FORMAT"] = "json";
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("health: watching") != std::string::npos; }, 20s));
+  auto ids = sim->snapshot().find(kGpu)->device_ids();
+  ASSERT_TRUE(control.inject_xid(ids[5], 79));
+  ASSERT_TRUE(wait_health(kGpu, ids[5], "Unhealthy")) << diagnostics(*plugin);
+  const std::string fields = ",\"gpu\":\"" + ids[5] + "\",\"uuid\":\"" + ids[5] + "\",\"xid\":79";
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find(fields) != std::string::npos; }, 20s))
+      << diagnostics(*plugin);
+  std::istringstream lines(plugin->stderr_text());
+  size_t records = 0;
+  for (std::string line; std::getline(lines, line); ++records) {
+    EXPECT_TRUE(line.starts_with("{\"time\":\"") && line.ends_with("}")) << line;
+    EXPECT_EQ(line.find("\"msg\":\"\""), std::string::npos) << "an empty record: " << line;
+  }
+  EXPECT_GT(records, 3u);
+  EXPECT_NE(plugin->stderr_text().find("\"resource\":\"nvidia.com/gpu\""), std::string::npos) << diagnostics(*plugin);
 }
 
 }  // namespace
