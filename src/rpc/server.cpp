@@ -465,8 +465,13 @@ bool Server::Impl::run_on_loop(const std::function<void(Impl&)>& task) {
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Result<std::unique_ptr<Server>> Server::start(std::function<void(const std::string&)> on_failure) {
+Result<std::unique_ptr<Server>> Server::start(std::function<void(const std::string&)> on_failure,
+                                             ServerLimits limits) {
   auto impl = std::make_unique<Impl>();
+  impl->budget.per_connection = limits.connection_input;
+  impl->budget.process = limits.process_input;
+  impl->budget.floor = limits.input_floor;
+  impl->budget.pinned_limit = limits.stalled_output;
   impl->epoll = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
   impl->wake = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   impl->timer = UniqueFd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));

@@ -101,12 +101,22 @@ class Service {
 // it cannot be made.
 Result<UniqueFd> listen_unix(const std::string& path, int backlog = 64);
 
+// What all the peers of one server may make it hold (docs/operations.md §7). The defaults are the
+// daemon's; tests lower them.
+struct ServerLimits {
+  size_t connection_input = 16u << 20;  // request bytes one connection buffers
+  size_t process_input = 64u << 20;     // request bytes every connection buffers together
+  size_t input_floor = 256u << 10;      // a connection holding less is admitted past process_input
+  size_t stalled_output = 64u << 20;    // superseded stream messages still being written, together
+};
+
 class Server {
  public:
   // Starts the serving thread. `on_failure` (optional) runs on that thread if it ever ends by
   // itself (an error it cannot serve past): every socket is then unserved, and the owner should
   // exit so the plugin is restarted.
-  static Result<std::unique_ptr<Server>> start(std::function<void(const std::string&)> on_failure = {});
+  static Result<std::unique_ptr<Server>> start(std::function<void(const std::string&)> on_failure = {},
+                                               ServerLimits limits = {});
   ~Server();  // stop()
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

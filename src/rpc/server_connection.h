@@ -28,14 +28,15 @@ namespace kgpu::rpc {
 
 using Clock = std::chrono::steady_clock;
 
-// What every connection of one server may hold at once, shared on the server's thread.
+// What every connection of one server may hold at once (ServerLimits), and holds now; shared on
+// the server's thread.
 struct InputBudget {
-  size_t per_connection = 16u << 20;  // request bytes one connection buffers
-  size_t process = 64u << 20;         // request bytes all connections buffer together
+  size_t per_connection = ServerLimits{}.connection_input;
+  size_t process = ServerLimits{}.process_input;
   // A connection holding less than this is admitted whatever the process holds: an attacker who
   // fills the process bound must not starve the kubelet's small requests (Allocate is a few KiB).
-  size_t floor = 256u << 10;
-  size_t pinned_limit = 64u << 20;    // superseded stream messages still being written, all together
+  size_t floor = ServerLimits{}.input_floor;
+  size_t pinned_limit = ServerLimits{}.stalled_output;
   size_t used = 0;
   size_t pinned = 0;
   size_t peak = 0;  // the most `used` reached since memory was last handed back (Server trims)

@@ -259,6 +259,67 @@ TEST_F(Hardening, OutOfFileDescriptorsPausesAcceptingInsteadOfSpinning) {
   EXPECT_EQ(client.stream(id).headers.at("grpc-status"), "0");
 }
 
+TEST_F(Hardening, AnUnknownMethodAndAnOversizedMessageAreAnsweredAtOnce) {
+  RawH2Client client(path_);
+  std::string one = grpc_frame("x");
+  int32_t unknown = client.request(grpc_fields("/t.S/Nope"), &one, /*keep_open=*/true);
+  std::string announced = grpc_frame(std::string(5u << 20, 'o')).substr(0, 5 + 1000);  // declares 5 MiB
+  int32_t oversized = client.request(grpc_fields("/t.S/Echo"), &announced, /*keep_open=*/true);
+  // Neither request has ended, yet both are answered.
+  ASSERT_TRUE(client.run_until([&] {
+    return client.stream(unknown).headers.count("grpc-status") && client.stream(oversized).headers.count("grpc-status");
+  }));
+  EXPECT_EQ(client.stream(unknown).headers.at("grpc-status"), "12");
+  EXPECT_EQ(client.stream(oversized).headers.at("grpc-status"), "8");
+}
+
+// Streams whose reader reads nothing while newer lists keep coming: each pins the list it was
+// writing. Past the bound the oldest is reset; the others, and the server, go on.
+TEST(HardeningLimits, StalledStreamsPinningPastTheBoundAreResetOldestFirst) {
+  std::string dir = "/tmp/kgpu-stall-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  ServerLimits limits;
+  limits.stalled_output = 1u << 20;
+  auto server = Server::start({}, limits);
+  ASSERT_TRUE(server);
+  std::mutex mu;
+  std::vector<std::shared_ptr<ServerStream>> streams;
+  auto service = std::make_shared<Service>();
+  service->server_streaming("/t.S/Watch", [&](std::string_view, std::shared_ptr<ServerStream> s) {
+    s->send_latest(std::make_shared<std::string>(std::string(512u << 10, 'a')));
+    std::lock_guard lock(mu);
+    streams.push_back(std::move(s));
+  });
+  auto fd = listen_unix(dir + "/s.sock");
+  ASSERT_TRUE(fd);
+  ASSERT_TRUE((*server)->serve(std::move(*fd), service));
+  RawH2Client client(dir + "/s.sock");  // reads the headers, then stops reading
+  std::string empty = grpc_frame("");
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(client.request(grpc_fields("/t.S/Watch"), &empty));
+  ASSERT_TRUE(client.run_until([&] {
+    std::lock_guard lock(mu);
+    return streams.size() == ids.size();
+  }));
+  // Every stream gets a newer list while the first (512 KiB, past the 64 KiB window) is unread.
+  for (int round = 0; round < 3; ++round) {
+    std::lock_guard lock(mu);
+    for (auto& s : streams) s->send_latest(std::make_shared<std::string>(std::string(512u << 10, 'b')));
+  }
+  auto ended = [&] {
+    std::lock_guard lock(mu);
+    return std::count_if(streams.begin(), streams.end(), [](const auto& s) { return s->ended(); });
+  };
+  EXPECT_TRUE(test::eventually([&] { return ended() >= 1; }, 10s));
+  EXPECT_LT(ended(), static_cast<long>(ids.size()));  // not every stream: only past the bound
+  {
+    std::lock_guard lock(mu);
+    EXPECT_TRUE(streams.front()->ended()) << "the oldest stalled stream goes first";
+  }
+  (*server).reset();
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(Hardening, APingFloodEndsInGoawayNotABareClose) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
