@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "core/json_depth.h"
 #include "core/safe_file.h"
 
 namespace kgpu {
@@ -18,7 +19,7 @@ bool is_our_spec(const fs::path& file) {
   const std::string name = file.filename().string();
   if (!name.starts_with("kgpu-") || !name.ends_with(".json")) return false;
   auto text = read_regular_file(file.string(), kOwnFileLimit, FollowLinks::No);
-  if (!text) return false;
+  if (!text || !check_json_depth(*text, "CDI spec")) return false;
   const auto spec = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!spec.is_object() || !spec.contains("cdiVersion")) return false;
   const auto kind = spec.find("kind");

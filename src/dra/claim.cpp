@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/json_depth.h"
+
 namespace kgpu::dra {
 
 namespace {
@@ -189,6 +191,8 @@ Result<ResourceClaim> parse_resource_claim(std::string_view text) {
   if (text.size() > kMaxClaimTextBytes)
     return Error::invalid("ResourceClaim is " + std::to_string(text.size()) + " bytes, more than the " +
                           std::to_string(kMaxClaimTextBytes) + " a Kubernetes object can be");
+  // Before anything is built: opaque parameters nested 70,000 deep would overflow a later copy.
+  if (auto deep = check_json_depth(text, "ResourceClaim"); !deep) return deep.error();
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return Error::invalid("ResourceClaim is not valid JSON");
   return parse_object(doc);

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_depth.h"
+
 namespace kgpu::dra {
 
 namespace {
@@ -102,6 +104,7 @@ std::string checkpoint_text(const Checkpoint& checkpoint) {
 Result<Checkpoint> parse_checkpoint(std::string_view text) {
   if (text.size() > kMaxCheckpointBytes)
     return Error::invalid("checkpoint is larger than " + std::to_string(kMaxCheckpointBytes) + " bytes");
+  if (auto deep = check_json_depth(text, "checkpoint"); !deep) return deep.error();
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return Error::invalid("checkpoint is not a JSON object");
   try {

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_depth.h"
+
 namespace kgpu::kube {
 namespace {
 
@@ -77,12 +79,14 @@ std::string excerpt(std::string_view text) {
 }  // namespace
 
 Result<NodeSnapshot> parse_node(std::string_view text) {
+  if (auto deep = check_json_depth(text, "the API server's Node answer"); !deep) return deep.error();
   auto doc = json::parse(text, nullptr, false);
   if (doc.is_discarded()) return Error::invalid("the API server's Node answer is not JSON: " + excerpt(text));
   return node_from(doc);
 }
 
 Result<WatchEvent> parse_watch_event(std::string_view line) {
+  if (auto deep = check_json_depth(line, "a Node watch event"); !deep) return deep.error();
   auto doc = json::parse(line, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return Error::invalid("malformed watch event: " + excerpt(line));
   auto type = optional_string(doc, "type", "watch event");

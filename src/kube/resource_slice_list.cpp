@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/json_depth.h"
+
 namespace kgpu::kube {
 namespace {
 
@@ -98,6 +100,7 @@ Result<ListedSlice> slice_from(const json& item, const std::string& where) {
 }  // namespace
 
 Result<SliceList> parse_resource_slice_list(std::string_view text) {
+  if (auto deep = check_json_depth(text, "the ResourceSlice list"); !deep) return deep.error();
   auto doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object())
     return Error::invalid("the ResourceSlice list is not a JSON object: " + excerpt(text));
@@ -130,6 +133,7 @@ Result<SliceList> parse_resource_slice_list(std::string_view text) {
 }
 
 Result<SliceWatchEvent> parse_slice_watch_event(std::string_view line) {
+  if (auto deep = check_json_depth(line, "a ResourceSlice watch event"); !deep) return deep.error();
   auto doc = json::parse(line, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return Error::invalid("malformed watch event: " + excerpt(line));
   auto type = string_field(doc, "type", "watch event", true);
@@ -167,6 +171,7 @@ Result<SliceWatchEvent> parse_slice_watch_event(std::string_view line) {
 }
 
 Result<std::vector<std::string>> parse_api_group_versions(std::string_view text) {
+  if (auto deep = check_json_depth(text, "the API group discovery answer"); !deep) return deep.error();
   auto doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object())
     return Error::invalid("the API group discovery answer is not a JSON object: " + excerpt(text));

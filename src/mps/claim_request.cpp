@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_depth.h"
 #include "plan/mps_paths.h"
 
 namespace kgpu {
@@ -162,6 +163,7 @@ Result<MpsClaimRequest> parse_mps_claim_request(std::string_view text) {
   if (text.size() > kMpsClaimRequestMaxBytes)
     return Error::invalid("MPS claim request is " + std::to_string(text.size()) + " bytes, more than " +
                           std::to_string(kMpsClaimRequestMaxBytes));
+  if (auto deep = check_json_depth(text, "MPS claim request"); !deep) return deep.error();
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return Error::invalid("MPS claim request is not valid JSON");
   return parse_document(doc);
