@@ -108,10 +108,19 @@ SliceDiff diff_slices(const DriverPool* desired, std::vector<kube::ListedSlice> 
     return diff;
   }
 
-  diff.generation = highest + 1;
+  // A listed generation past the ceiling was planted (no writer gets there one write at a time):
+  // highest + 1 could overflow, and the API server would refuse it forever. Restart the pool
+  // instead: every listed slice is deleted first, then the desired ones created just above what
+  // this process wrote before.
+  const bool restart = highest >= kMaxPoolGeneration;
+  diff.generation = restart ? (min_generation >= 0 && min_generation < kMaxPoolGeneration ? min_generation : 0) + 1
+                            : highest + 1;
+  if (restart)
+    for (const auto& l : listed) diff.writes.push_back({SliceWrite::Kind::Delete, l.name, l.resource_version, ""});
   auto texts = resource_slice_texts(*desired, options, diff.generation, api);
   std::map<std::string, const kube::ListedSlice*> by_name;
-  for (const auto& l : listed) by_name[l.name] = &l;
+  if (!restart)
+    for (const auto& l : listed) by_name[l.name] = &l;
   std::vector<SliceWrite> frees, writes;
   std::map<std::string, bool> wanted;
   for (size_t k = 0; k < texts.size(); ++k) {
@@ -129,10 +138,11 @@ SliceDiff diff_slices(const DriverPool* desired, std::vector<kube::ListedSlice> 
       writes.push_back({SliceWrite::Kind::Update, name, it->second->resource_version,
                         with_resource_version(texts[k], it->second->resource_version)});
   }
-  diff.writes = std::move(frees);
+  for (auto& w : frees) diff.writes.push_back(std::move(w));
   for (auto& w : writes) diff.writes.push_back(std::move(w));
-  for (const auto& l : listed)
-    if (!wanted.count(l.name)) diff.writes.push_back({SliceWrite::Kind::Delete, l.name, l.resource_version, ""});
+  if (!restart)
+    for (const auto& l : listed)
+      if (!wanted.count(l.name)) diff.writes.push_back({SliceWrite::Kind::Delete, l.name, l.resource_version, ""});
   return diff;
 }
 

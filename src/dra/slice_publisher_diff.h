@@ -37,6 +37,11 @@ struct SliceDiff {
 // `listed`: the API server's slices of this node and driver (as read with a field selector); taken
 // by value since comparing rewrites their specs in place.
 // `min_generation`: a generation this process already wrote for the pool (the new one exceeds it).
+// A listed pool generation at or above this was planted (one write per nanosecond would take 146
+// years to reach it): rather than write highest + 1 (overflow at 2^63-1), the pool is restarted —
+// every listed slice deleted, then the desired ones created at `min_generation` + 1 (1 when none).
+inline constexpr int64_t kMaxPoolGeneration = int64_t{1} << 62;
+
 SliceDiff diff_slices(const DriverPool* desired, std::vector<kube::ListedSlice> listed, const SliceOptions& options,
                       SliceApi api, int64_t min_generation = 0);
 
