@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,20 +84,21 @@ class Child {
     args.push_back(nullptr);
     for (auto& e : env_strings) envp.push_back(e.data());
     envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    // The child must get signals at default dispositions and unblocked.
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    if (posix_spawn(&pid_, args[0], &actions, &attr, args.data(), envp.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ == 0) {  // only async-signal-safe calls until execve: the demo has threads
+      // The child dies with the demo (`kgpu demo | head -3`, Ctrl-C, a kill): no orphaned plugin.
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::signal(SIGPIPE, SIG_DFL);  // the demo ignores it; the child gets the default back
+      if (out < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0) ::_exit(127);
+      ::execve(args[0], args.data(), envp.data());
+      ::_exit(127);
+    }
+    if (out >= 0) ::close(out);
   }
   ~Child() {
     if (pid_ > 0 && !status_) {
@@ -141,19 +143,27 @@ void show_log(const std::string& log) {
 }
 
 int run_demo(const DemoArgs& args) {
+  // `kgpu demo | head -3`: once the reader is gone, writes fail instead of killing the demo, so it
+  // still stops its plugin and removes its temp folder (output after that is lost, as it should be).
+  ::signal(SIGPIPE, SIG_IGN);
   std::string exe = self_exe();
   std::string source = find_source_dir(exe);
   std::string nvml_dir = !args.fake_nvml_dir.empty() ? args.fake_nvml_dir
                           : env_or("KGPU_FAKE_NVML_DIR", (fs::path(exe).parent_path() / "../../tests/fake-nvml").lexically_normal().string());
+  // The plugin's own variable first, so that one `export` serves `kgpu demo` and `kgpu plugin` alike.
   std::string fleet = !args.fleet.empty() ? args.fleet
-                       : env_or("KGPU_DEMO_FLEET", source.empty() ? "" : source + "/tests/fixtures/fleets/dgx-a100.yaml");
+                       : env_or("KGPU_FAKE_NVML_FLEET",
+                                env_or("KGPU_DEMO_FLEET", source.empty() ? "" : source + "/tests/fixtures/fleets/dgx-a100.yaml"));
   if (!fs::exists(nvml_dir + "/libnvidia-ml.so.1")) {
     std::cerr << "demo: the simulated NVML library is not at " << nvml_dir
-              << "/libnvidia-ml.so.1; build it (cmake --build build --target fake_nvml) or pass --fake-nvml-dir\n";
+              << "/libnvidia-ml.so.1; pass --fake-nvml-dir DIR or set KGPU_FAKE_NVML_DIR to the folder holding it (a "
+                 "build has it in build/tests/fake-nvml: cmake --build build --target fake_nvml)\n";
     return 1;
   }
   if (fleet.empty() || !fs::exists(fleet)) {
-    std::cerr << "demo: fleet file not found (" << fleet << "); pass --fleet tests/fixtures/fleets/dgx-a100.yaml\n";
+    std::cerr << "demo: no fleet file" << (fleet.empty() ? std::string() : " at " + fleet)
+              << "; pass --fleet FILE or set KGPU_FAKE_NVML_FLEET=FILE (the simulated node, as kgpu plugin reads it; "
+                 "e.g. tests/fixtures/fleets/dgx-a100.yaml of the source tree)\n";
     return 1;
   }
 
@@ -298,7 +308,7 @@ void setup_demo(CLI::App& root) {
   auto* cmd = root.add_subcommand("demo", "Run the plugin on a simulated DGX A100 node against a simulated kubelet");
   cmd->add_option("--fake-nvml-dir", args->fake_nvml_dir,
                   "Folder with the simulated libnvidia-ml.so.1 (default: $KGPU_FAKE_NVML_DIR or next to the build)");
-  cmd->add_option("--fleet", args->fleet, "Fleet file (default: $KGPU_DEMO_FLEET or tests/fixtures/fleets/dgx-a100.yaml)");
+  cmd->add_option("--fleet", args->fleet, "Fleet file (default: $KGPU_FAKE_NVML_FLEET, $KGPU_DEMO_FLEET or tests/fixtures/fleets/dgx-a100.yaml)");
   cmd->add_flag("--keep", args->keep, "Keep the temp dir (and the plugin's log)");
   cmd->add_option("--timeout", args->timeout_s, "Seconds each step may take")->capture_default_str();
   cmd->callback([args] { kgpu::cli::set_exit_code(run_demo(*args)); });

@@ -40,6 +40,23 @@ std::string plugin_dir_of(const std::string& kubelet_socket) {
   return dir.empty() ? "." : dir;
 }
 
+Result<Ok> check_plugin_dir(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT)
+      return Error::not_found("the device-plugin folder " + dir +
+                              " (the folder of --kubelet-socket) does not exist; kgpu does not create it: mount "
+                              "the kubelet's device-plugin folder there (hostPath /var/lib/kubelet/device-plugins) "
+                              "or fix --kubelet-socket / KUBELET_SOCKET");
+    return Error::precondition("cannot inspect the device-plugin folder " + dir + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) return Error::precondition("the device-plugin folder " + dir + " is not a folder");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return Error::precondition("cannot create sockets in the device-plugin folder " + dir + ": " +
+                               std::strerror(errno) + "; kgpu needs root or a writable mount of that folder");
+  return Ok{};
+}
+
 namespace {
 
 void arm_timer(int fd, std::chrono::milliseconds delay) {
@@ -501,6 +518,23 @@ struct Daemon::Impl {
     first_list_timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
   }
 
+  // A missing folder stops the start (ensure_watcher re-creates it only once it existed: the
+  // kubelet may delete and recreate it at run time). An unwritable one stops it with
+  // failOnInitError; otherwise serving is retried as for any socket that cannot be created yet.
+  bool plugin_dir_usable(const Config& cfg) {
+    if (cfg.kubelet_socket.empty()) return true;  // not registering: no folder of the kubelet's
+    auto st = check_plugin_dir(plugin_dir);
+    if (st) return true;
+    if (st.error().code == Error::Code::NotFound || cfg.fail_on_init_error) {
+      spdlog::error("{}", st.error().message);
+      if (st.error().code != Error::Code::NotFound)
+        spdlog::error("failOnInitError=true: exiting. Set --fail-on-init-error=false to keep retrying");
+      return false;
+    }
+    spdlog::warn("{}; failOnInitError=false: retrying", st.error().message);
+    return true;
+  }
+
   int start() {
     if (signal_fd.get() < 0 || event_fd.get() < 0 || register_timer.get() < 0 || discovery_timer.get() < 0 ||
         replan_timer.get() < 0 || first_list_timer.get() < 0) {
@@ -512,6 +546,7 @@ struct Daemon::Impl {
       spdlog::error("{}", st.error().message);
       return 1;
     }
+    if (!plugin_dir_usable(cfg)) return 1;
     ensure_watcher();  // before serving: a kubelet restart during start-up must not be missed
     watch_config_file(cfg.config_file);
     auto inv = options.discover(cfg);

@@ -95,4 +95,10 @@ class Daemon {
 // The device-plugin directory for a kubelet socket path: its parent directory.
 std::string plugin_dir_of(const std::string& kubelet_socket);
 
+// Whether kgpu can serve sockets in the device-plugin folder `dir` at start: NotFound when it does
+// not exist (kgpu does not create it: a missing folder means a wrong --kubelet-socket or a missing
+// mount, and a created one would never be seen by the kubelet), FailedPrecondition when it is not a
+// folder or not writable. Each message names the folder and what to do.
+Result<Ok> check_plugin_dir(const std::string& dir);
+
 }  // namespace kgpu::server

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <sstream>
@@ -162,6 +163,71 @@ TEST_F(DayTwoE2E, JsonLogsCarryGpuXidAndResourceFields) {
   }
   EXPECT_GT(records, 3u);
   EXPECT_NE(plugin->stderr_text().find("\"resource\":\"nvidia.com/gpu\""), std::string::npos) << diagnostics(*plugin);
+}
+
+// Issue 30, item 11: a --kubelet-socket whose folder does not exist stops the start; the folder is
+// not created behind the operator's back (the kubelet would never look there).
+TEST_F(DayTwoE2E, AKubeletSocketInAMissingFolderIsAnError) {
+  PluginOptions options;
+  options.plugin_dir = work.file("no-such-folder");
+  auto plugin = start_plugin(options, work.path());
+  EXPECT_EQ(plugin->wait_exit(20s), 1) << diagnostics(*plugin);
+  EXPECT_NE(plugin->stderr_text().find("the device-plugin folder " + options.plugin_dir +
+                                       " (the folder of --kubelet-socket) does not exist; kgpu does not create it"),
+            std::string::npos)
+      << diagnostics(*plugin);
+  EXPECT_FALSE(path_exists(options.plugin_dir));
+}
+
+// Issue 30, item 10: the demo takes its fleet from KGPU_FAKE_NVML_FLEET as the plugin does, and
+// says which flag and variable to use when there is none.
+TEST(DemoDayTwoE2E, TheFleetComesFromKgpuFakeNvmlFleetAndAMissingOneNamesBoth) {
+  TempDir work{"kgpu-demo2"};
+  const std::string fleet = work.write("my-fleet.yaml", read_file(fleet_path("dgx-a100.yaml")));
+  ProcessOptions p;
+  p.argv = {kgpu_binary(), "demo"};
+  p.env = {{"KGPU_FAKE_NVML_DIR", fake_nvml_dir()}, {"KGPU_FAKE_NVML_FLEET", fleet}};
+  p.unset_env = {"KGPU_DEMO_FLEET"};
+  ChildProcess demo(p, work.path(), "demo");
+  EXPECT_EQ(demo.wait_exit(60s), 0) << demo.stdout_text() << demo.stderr_text();
+  EXPECT_NE(demo.stdout_text().find("  fleet          " + fleet + "\n"), std::string::npos) << demo.stdout_text();
+
+  p.env["KGPU_FAKE_NVML_FLEET"] = work.file("missing.yaml");
+  ChildProcess missing(p, work.path(), "demo-missing");
+  EXPECT_EQ(missing.wait_exit(30s), 1) << missing.stderr_text();
+  EXPECT_NE(missing.stderr_text().find("demo: no fleet file at " + work.file("missing.yaml") +
+                                       "; pass --fleet FILE or set KGPU_FAKE_NVML_FLEET=FILE"),
+            std::string::npos)
+      << missing.stderr_text();
+}
+
+// True when a process's command line mentions `text`.
+bool any_process_mentions(const std::string& text) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string cmdline = read_file(e.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(text) != std::string::npos && cmdline.find("any_process_mentions") == std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+// Issue 30, item 10: `kgpu demo | head -4` leaves no plugin and no temp folder behind.
+TEST(DemoDayTwoE2E, DemoIntoHeadLeavesNothingBehind) {
+  TempDir work{"kgpu-demo3"};
+  ProcessOptions p;
+  p.argv = {"/bin/sh", "-c", "\"$0\" demo | head -4", kgpu_binary()};
+  p.env = {{"KGPU_FAKE_NVML_DIR", fake_nvml_dir()}, {"KGPU_FAKE_NVML_FLEET", fleet_path("dgx-a100.yaml")}};
+  ChildProcess pipeline(p, work.path(), "pipeline");
+  ASSERT_EQ(pipeline.wait_exit(60s), 0) << pipeline.stderr_text();
+  const std::string out = pipeline.stdout_text();
+  const auto at = out.find("  plugin dir     ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string plugin_dir = out.substr(at + 17, out.find('\n', at) - at - 17);
+  const std::string tmp = std::filesystem::path(plugin_dir).parent_path().string();
+  ASSERT_TRUE(tmp.starts_with("/tmp/kgpu-demo-")) << out;
+  EXPECT_TRUE(wait_until([&] { return !path_exists(tmp); }, 30s)) << "the temp folder stays: " << tmp;
+  EXPECT_TRUE(wait_until([&] { return !any_process_mentions(plugin_dir); }, 30s)) << "a plugin outlives the demo";
 }
 
 }  // namespace

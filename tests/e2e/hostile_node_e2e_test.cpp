@@ -57,8 +57,10 @@ class HostileNodeE2E : public SimE2E {
     auto refusals = [&] {
       size_t n = 0;
       std::string log = plugin.stderr_text();
+      // The refusal's line, then its first diagnostic on the next one (issue 30, item 7).
       for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) {
-        const size_t end = log.find('\n', at);
+        const size_t first_end = log.find('\n', at);
+        const size_t end = first_end == std::string::npos ? first_end : log.find('\n', first_end + 1);
         n += log.substr(at, end == std::string::npos ? std::string::npos : end - at).find(why) != std::string::npos;
       }
       return n;

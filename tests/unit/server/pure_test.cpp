@@ -3,8 +3,13 @@
 #include <gtest/gtest.h>
 #include <sys/inotify.h>
 
-#include <cstring>
+#include <unistd.h>
 
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "server/daemon.h"
 #include "server/edits_proto.h"
 #include "server/plugin_dir_watcher.h"
 #include "server/registrar.h"
@@ -130,6 +135,40 @@ TEST(DeviceList, HealthAndNumaOnTheWire) {
   EXPECT_EQ(list->devices(1).health(), "Unhealthy");
   EXPECT_FALSE(list->devices(1).has_topology());  // no NUMA preference: no topology at all
   EXPECT_EQ(device_list(plan, "nvidia.com/other")->devices_size(), 0);
+}
+
+}  // namespace
+}  // namespace kgpu::server
+
+// Issue 30, item 11: the device-plugin folder is checked at start, never created.
+namespace kgpu::server {
+namespace {
+
+TEST(CheckPluginDir, MissingNotAFolderAndUsable) {
+  const std::string base = ::testing::TempDir() + "/kgpu-check-plugin-dir-" + std::to_string(::getpid());
+  std::filesystem::remove_all(base);
+  auto missing = check_plugin_dir(base);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, Error::Code::NotFound);
+  EXPECT_NE(missing.error().message.find("does not exist; kgpu does not create it"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(base));
+
+  std::ofstream(base) << "x";
+  auto file = check_plugin_dir(base);
+  ASSERT_FALSE(file);
+  EXPECT_EQ(file.error().message, "the device-plugin folder " + base + " is not a folder");
+  std::filesystem::remove(base);
+
+  std::filesystem::create_directories(base);
+  EXPECT_TRUE(check_plugin_dir(base));
+  if (::geteuid() != 0) {  // root writes anywhere: the mode check only holds for others
+    std::filesystem::permissions(base, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    auto ro = check_plugin_dir(base);
+    ASSERT_FALSE(ro);
+    EXPECT_NE(ro.error().message.find("kgpu needs root or a writable mount"), std::string::npos);
+    std::filesystem::permissions(base, std::filesystem::perms::owner_all);
+  }
+  std::filesystem::remove_all(base);
 }
 
 }  // namespace
