@@ -110,6 +110,9 @@ Result<Checkpoint> parse_checkpoint(std::string_view text) {
   try {
     if (doc.value("kind", "") != kKind) return Error::invalid("checkpoint kind is not " + std::string(kKind));
     const json& version = doc.at("version");
+    if (version.is_number_integer() && version.get<int64_t>() > kCheckpointVersion)
+      return Error::precondition("checkpoint version " + version.dump() + " is newer than this kgpu reads (" +
+                                 std::to_string(kCheckpointVersion) + "): written by a newer kgpu (a rollback?)");
     if (!version.is_number_integer() || version.get<int64_t>() != kCheckpointVersion)
       return Error::invalid("checkpoint version " + version.dump() + " is not " + std::to_string(kCheckpointVersion));
     const json& claims = doc.at("claims");

@@ -29,7 +29,8 @@ struct Checkpoint {
 std::string checkpoint_text(const Checkpoint& checkpoint);
 
 // Errors (Error::invalid) say what is wrong: not JSON, another kind or version, a checksum
-// mismatch, a field of the wrong type.
+// mismatch, a field of the wrong type; a version newer than kCheckpointVersion is
+// Error::precondition (written by a newer kgpu: never to be overwritten by this one).
 Result<Checkpoint> parse_checkpoint(std::string_view text);
 
 }  // namespace kgpu::dra

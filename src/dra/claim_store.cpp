@@ -1,9 +1,14 @@
 #include "dra/claim_store.h"
 
+#include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <system_error>
 
+#include <nlohmann/json.hpp>
+
 #include "cdi/spec_writer.h"
+#include "core/json_depth.h"
 #include "core/safe_file.h"
 #include "dra/claim_checkpoint.h"
 
@@ -29,6 +34,36 @@ Status remove_file(const std::string& path) {
   return ok_status();
 }
 
+// "20250101T120000Z": when a bad checkpoint was set aside.
+std::string utc_stamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+// The device names a per-claim CDI spec written by prepare names ("<uid>-<device>"), or nullopt
+// when the file is not such a spec.
+std::optional<std::vector<std::string>> spec_devices(const std::string& text, const std::string& uid) {
+  if (!check_json_depth(text, "CDI spec")) return std::nullopt;
+  const auto spec = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!spec.is_object()) return std::nullopt;
+  const auto devices = spec.find("devices");
+  if (devices == spec.end() || !devices->is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  const std::string prefix = uid + "-";
+  for (const auto& d : *devices) {
+    if (!d.is_object()) continue;
+    const auto name = d.find("name");
+    if (name == d.end() || !name->is_string()) continue;
+    const auto& n = name->get_ref<const std::string&>();
+    if (n.starts_with(prefix) && n.size() > prefix.size()) out.push_back(n.substr(prefix.size()));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string read_boot_id(const std::string& proc_root) {
@@ -45,17 +80,18 @@ ClaimStore::ClaimStore(ClaimStoreOptions options, ClaimFetch fetch)
 }
 
 void ClaimStore::load() {
+  remove_stale_temporaries();
   auto text = read_regular_file(options_.checkpoint_path, kMaxCheckpointBytes, FollowLinks::No);
   if (!text) {
-    if (text.error().code != Error::Code::NotFound)
-      warnings_.push_back("DRA checkpoint " + options_.checkpoint_path + " cannot be read (" + text.error().message +
-                          "); starting with no prepared claims");
+    if (text.error().code != Error::Code::NotFound) set_aside("cannot be read (" + text.error().message + ")", false);
+    recover_from_cdi_specs();
     return;
   }
   auto checkpoint = parse_checkpoint(*text);
   if (!checkpoint) {
-    warnings_.push_back("DRA checkpoint " + options_.checkpoint_path + " is corrupt (" + checkpoint.error().message +
-                        "); starting with no prepared claims");
+    const bool newer = checkpoint.error().code == Error::Code::FailedPrecondition;
+    set_aside((newer ? "is refused: " : "is corrupt (") + checkpoint.error().message + (newer ? "" : ")"), newer);
+    recover_from_cdi_specs();
     return;
   }
   if (!options_.boot_id.empty() && !checkpoint->boot_id.empty() && checkpoint->boot_id != options_.boot_id) {
@@ -73,6 +109,78 @@ void ClaimStore::load() {
     std::string uid = c.ref.uid;
     claims_.emplace(std::move(uid), std::move(c));
   }
+  recover_from_cdi_specs();
+}
+
+void ClaimStore::set_aside(const std::string& why, bool newer) {
+  const std::string& path = options_.checkpoint_path;
+  std::string aside = path + ".corrupt-" + utc_stamp();
+  std::error_code ec;
+  for (int n = 1; fs::exists(fs::symlink_status(aside, ec)) && n < 100; ++n)
+    aside = path + ".corrupt-" + utc_stamp() + "-" + std::to_string(n);
+  fs::rename(path, aside, ec);  // a link or FIFO is moved, never followed
+  std::string what = "DRA checkpoint " + path + " " + why;
+  if (newer) what = "REFUSED: " + what + "; this kgpu will not overwrite it";
+  if (ec) {
+    frozen_ = true;
+    frozen_reason_ = "the DRA checkpoint " + path + " is unreadable and could not be kept aside (" + ec.message() +
+                     "): it is never overwritten, so no claim can be prepared until it is fixed or removed";
+    warnings_.push_back(what + "; " + frozen_reason_);
+    return;
+  }
+  warnings_.push_back(what + "; kept as " + aside +
+                      "; the prepared claims are rebuilt from the per-claim CDI specs in " + options_.cdi_dir);
+}
+
+void ClaimStore::recover_from_cdi_specs() {
+  std::error_code ec;
+  fs::directory_iterator it(options_.cdi_dir, ec);
+  if (ec) {
+    if (ec != std::errc::no_such_file_or_directory) {
+      frozen_ = true;
+      frozen_reason_ = "the CDI folder " + options_.cdi_dir + " cannot be read (" + ec.message() +
+                       "): which devices earlier claims hold is unknown";
+      warnings_.push_back("DRA: " + frozen_reason_ + "; every prepare is refused until kgpu restarts");
+    }
+    return;
+  }
+  const std::string prefix = claim_cdi_spec_file(options_.driver, "");
+  const std::string head = prefix.substr(0, prefix.size() - std::string(".json").size());
+  for (const auto end = fs::directory_iterator(); it != end; it.increment(ec)) {
+    if (ec) break;
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(head) || !name.ends_with(".json")) continue;
+    const std::string uid = name.substr(head.size(), name.size() - head.size() - 5);
+    if (!is_safe_claim_uid(uid) || claims_.contains(uid) || claim_cdi_spec_file(options_.driver, uid) != name) continue;
+    auto text = read_regular_file(it->path().string(), kOwnFileLimit, FollowLinks::No);
+    if (!text) continue;
+    auto devices = spec_devices(*text, uid);
+    if (!devices || devices->empty()) continue;
+    std::string list;
+    for (const auto& d : *devices) list += (list.empty() ? "" : ", ") + d;
+    warnings_.push_back("DRA: claim " + uid + " is not in the checkpoint but its CDI spec " + it->path().string() +
+                        " holds " + list + "; those devices stay held until the kubelet prepares or unprepares it");
+    recovered_[uid] = std::move(*devices);
+  }
+}
+
+void ClaimStore::remove_stale_temporaries() {
+  // write_file_atomically's temporaries (".<name>.kgpu-<random>") that a SIGKILL left behind.
+  const fs::path path(options_.checkpoint_path);
+  const std::string head = "." + path.filename().string() + ".kgpu-";
+  std::error_code ec;
+  fs::directory_iterator it(path.parent_path().empty() ? fs::path(".") : path.parent_path(), ec);
+  if (ec) return;
+  for (const auto end = fs::directory_iterator(); it != end; it.increment(ec)) {
+    if (ec) break;
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(head)) continue;
+    std::error_code st;
+    if (!fs::is_regular_file(it->symlink_status(st))) continue;
+    fs::remove(it->path(), st);
+    if (st) warnings_.push_back("DRA: cannot remove the stale temporary file " + it->path().string() + ": " +
+                                st.message());
+  }
 }
 
 void ClaimStore::set_devices(std::shared_ptr<const NodeDevices> devices) {
@@ -83,6 +191,7 @@ void ClaimStore::set_devices(std::shared_ptr<const NodeDevices> devices) {
 std::string ClaimStore::spec_path(const std::string& file) const { return (fs::path(options_.cdi_dir) / file).string(); }
 
 Status ClaimStore::save_locked() const {
+  if (frozen_) return Error::unavailable(frozen_reason_);
   Checkpoint checkpoint{options_.boot_id, {}};
   for (const auto& [uid, c] : claims_) checkpoint.claims.push_back(c);
   std::error_code ec;
@@ -105,6 +214,14 @@ std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& clai
         return "device " + mine.device + " is already prepared for " + describe(other.ref);
       }
     }
+  for (const auto& mine : claim.devices) {
+    if (mine.admin_access) continue;
+    for (const auto& [uid, held] : recovered_)
+      if (uid != claim.ref.uid && std::find(held.begin(), held.end(), mine.device) != held.end())
+        return "device " + mine.device + " is held by claim " + uid +
+               ", which the checkpoint does not record (it was unreadable) but whose CDI spec in " + options_.cdi_dir +
+               " names it; it stays held until the kubelet unprepares that claim";
+  }
   return std::nullopt;
 }
 
@@ -124,6 +241,7 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
     devices = devices_;
   }
   if (!devices) return Error::unavailable("DRA: no devices known yet; cannot prepare " + describe(ref));
+  if (frozen_) return Error::unavailable("cannot prepare " + describe(ref) + ": " + frozen_reason_);
 
   // The API-server round trip runs without the lock: other claims are prepared meanwhile.
   auto text = fetch_(ref.ns, ref.name);
@@ -157,7 +275,8 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   std::optional<PreparedClaim> previous;
   if (auto it = claims_.find(ref.uid); it != claims_.end()) previous = it->second;
   claims_[ref.uid] = result;
-  if (auto st = save_locked(); !st) {
+  if (auto st = save_locked(); st) recovered_.erase(ref.uid);
+  else {
     // Not recorded means not prepared: leave no spec behind that nothing would remove.
     if (previous) claims_[ref.uid] = *previous;
     else {
@@ -178,6 +297,7 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
   const std::string file = it != claims_.end() ? it->second.cdi_spec_file : claim_cdi_spec_file(options_.driver, uid);
   if (auto st = remove_file(spec_path(file)); !st)
     return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
+  recovered_.erase(uid);  // its spec is gone: its devices are free
   if (it == claims_.end()) return std::optional<PreparedClaim>();
   std::optional<PreparedClaim> released = std::move(it->second);
   claims_.erase(it);
@@ -191,6 +311,11 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
 bool ClaimStore::is_prepared(const std::string& uid) const {
   std::lock_guard lock(mu_);
   return claims_.contains(uid);
+}
+
+std::map<std::string, std::vector<std::string>> ClaimStore::recovered_claims() const {
+  std::lock_guard lock(mu_);
+  return recovered_;
 }
 
 std::vector<PreparedClaim> ClaimStore::prepared() const {

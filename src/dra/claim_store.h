@@ -59,8 +59,16 @@ std::string read_boot_id(const std::string& proc_root);
 
 class ClaimStore {
  public:
-  // Loads the checkpoint. Missing: empty. Unreadable, corrupt or from another boot: empty, with a
-  // warning naming the path and the cause in startup_warnings() (the daemon logs them and serves).
+  // Loads the checkpoint. Missing: empty. From another boot: empty, with a warning. Unreadable
+  // (corrupt, cut short, a link, FIFO or folder at the path, another version): the bad file is kept
+  // aside as <path>.corrupt-<UTC time>, never overwritten (when it cannot be moved, the checkpoint
+  // is never written and every prepare is refused), with a warning naming both paths; a newer
+  // version's warning says so. Temporary files a killed write left next to it are removed.
+  // Then, except after a reboot, the record is rebuilt from what is on disk: every per-claim CDI
+  // spec of this driver in the CDI folder whose claim the checkpoint does not hold marks that
+  // claim's devices as held (recovered_claims()); a prepare of another claim touching one is
+  // refused with the reason, until the kubelet prepares (re-records) or unprepares that claim.
+  // Warnings are in startup_warnings() (the daemon logs them and serves).
   ClaimStore(ClaimStoreOptions options, ClaimFetch fetch);
 
   void set_devices(std::shared_ptr<const NodeDevices> devices);
@@ -74,11 +82,16 @@ class ClaimStore {
   Result<std::optional<PreparedClaim>> unprepare(const std::string& uid);
 
   std::vector<PreparedClaim> prepared() const;  // in UID order
+  // Claims found on disk but not in the checkpoint: UID -> device names (see the constructor).
+  std::map<std::string, std::vector<std::string>> recovered_claims() const;
   bool is_prepared(const std::string& uid) const;
   const std::vector<std::string>& startup_warnings() const { return warnings_; }
 
  private:
   void load();
+  void set_aside(const std::string& why, bool newer);
+  void recover_from_cdi_specs();
+  void remove_stale_temporaries();
   Status save_locked() const;
   std::string spec_path(const std::string& file) const;
   std::optional<std::string> conflict_locked(const PreparedClaim& claim) const;
@@ -90,6 +103,10 @@ class ClaimStore {
   mutable std::mutex mu_;
   std::shared_ptr<const NodeDevices> devices_;
   std::map<std::string, PreparedClaim> claims_;  // by UID
+  std::map<std::string, std::vector<std::string>> recovered_;  // UID -> device names, from CDI specs
+  // The unreadable checkpoint could not be moved aside: it is never overwritten (nothing is saved).
+  bool frozen_ = false;
+  std::string frozen_reason_;
 };
 
 }  // namespace kgpu::dra

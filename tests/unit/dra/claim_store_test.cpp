@@ -3,6 +3,8 @@
 // conflicts and concurrent kubelet calls.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <fstream>
 #include <sstream>
@@ -225,16 +227,125 @@ TEST(DraClaimStore, CorruptCheckpointStartsEmptyWithAWarningNamingThePath) {
   text.replace(text.find(uid(1)), 1, "f");  // edited by hand: the checksum no longer matches
   ASSERT_TRUE(write_file_atomically(path, text, 0600).ok());
   auto store = f.open();
-  ASSERT_EQ(store->startup_warnings().size(), 1u);
+  ASSERT_EQ(store->startup_warnings().size(), 2u);  // the bad file, the claim found by its CDI spec
   EXPECT_NE(store->startup_warnings()[0].find(path), std::string::npos);
   EXPECT_NE(store->startup_warnings()[0].find("checksum"), std::string::npos);
   EXPECT_TRUE(store->prepared().empty());
+  EXPECT_EQ(store->recovered_claims().count(uid(1)), 1u);
 
   ASSERT_TRUE(write_file_atomically(path, "not json", 0600).ok());
   EXPECT_NE(f.open()->startup_warnings().at(0).find("is corrupt"), std::string::npos);
   fs::remove(path);
   fs::create_directory(path);  // not a file at all
   EXPECT_NE(f.open()->startup_warnings().at(0).find("cannot be read"), std::string::npos);
+}
+
+// The files next to the checkpoint whose name starts with `prefix`.
+std::vector<fs::path> beside(const std::string& checkpoint, const std::string& prefix) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(fs::path(checkpoint).parent_path()))
+    if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path());
+  return out;
+}
+
+// Issue 28, item 3: one flipped byte used to drop every prepared claim, overwrite the file and let
+// a second claim be prepared on the same GPU.
+TEST(DraClaimStore, AnUnreadableCheckpointIsKeptAsideAndItsClaimsDevicesStayHeld) {
+  Fixture f;
+  f.serve(1, {1, 2});
+  f.serve(2, {2});
+  f.serve(3, {3});
+  { ASSERT_TRUE(f.open()->prepare(ref(1)).ok()); }
+  const std::string path = f.options().checkpoint_path;
+  std::string text = read(path);
+  text[text.size() / 2] ^= 0x20;  // one flipped byte
+  ASSERT_TRUE(write_file_atomically(path, text, 0600).ok());
+
+  auto store = f.open();
+  const auto aside = beside(path, "claims.json.corrupt-");
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_EQ(read(aside[0]), text);  // kept as it was
+  EXPECT_NE(store->startup_warnings().at(0).find("kept as " + aside[0].string()), std::string::npos)
+      << store->startup_warnings().at(0);
+  EXPECT_EQ(store->recovered_claims().at(uid(1)),
+            (std::vector<std::string>{gpu_name(f.devices->inventory, 1), gpu_name(f.devices->inventory, 2)}));
+
+  // A device of the claim the checkpoint forgot is refused to another claim, with the reason.
+  auto second = store->prepare(ref(2));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code, Error::Code::FailedPrecondition);
+  EXPECT_NE(second.error().message.find("device " + gpu_name(f.devices->inventory, 2) + " is held by claim " + uid(1)),
+            std::string::npos)
+      << second.error().message;
+  // Other devices are served meanwhile, and the new checkpoint goes where the bad one was.
+  ASSERT_TRUE(store->prepare(ref(3)).ok());
+  EXPECT_EQ(read(aside[0]), text);
+  // A restart still knows the forgotten claim's devices (its spec is still on disk)...
+  store = f.open();
+  EXPECT_EQ(store->recovered_claims().count(uid(1)), 1u);
+  EXPECT_FALSE(store->prepare(ref(2)).ok());
+  // ...until the kubelet unprepares it.
+  auto released = store->unprepare(uid(1));
+  ASSERT_TRUE(released.ok());
+  EXPECT_FALSE(fs::exists(f.spec(1)));
+  EXPECT_TRUE(store->recovered_claims().empty());
+  EXPECT_TRUE(store->prepare(ref(2)).ok());
+}
+
+TEST(DraClaimStore, ACheckpointOfANewerVersionIsRefusedLoudlyAndNeverOverwritten) {
+  Fixture f;
+  f.serve(1, {1});
+  f.serve(2, {2});
+  { ASSERT_TRUE(f.open()->prepare(ref(1)).ok()); }
+  const std::string path = f.options().checkpoint_path;
+  json doc = json::parse(read(path));
+  doc["version"] = 2;
+  ASSERT_TRUE(write_file_atomically(path, doc.dump(), 0600).ok());
+  auto store = f.open();
+  const std::string& warning = store->startup_warnings().at(0);
+  EXPECT_TRUE(warning.starts_with("REFUSED: DRA checkpoint " + path)) << warning;
+  EXPECT_NE(warning.find("newer than this kgpu reads"), std::string::npos) << warning;
+  ASSERT_TRUE(store->prepare(ref(2)).ok());
+  const auto aside = beside(path, "claims.json.corrupt-");
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_EQ(json::parse(read(aside[0]))["version"], 2);
+  EXPECT_EQ(store->recovered_claims().count(uid(1)), 1u);  // claim 1 still held
+}
+
+TEST(DraClaimStore, AFifoOrLinkAtTheCheckpointPathIsMovedAsideNotFollowed) {
+  for (bool fifo : {true, false}) {
+    Fixture f;
+    f.serve(1, {1});
+    const std::string path = f.options().checkpoint_path;
+    fs::create_directories(fs::path(path).parent_path());
+    const fs::path target = f.dir.path / "elsewhere";
+    std::ofstream(target) << "keep me";
+    if (fifo) ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+    else fs::create_symlink(target, path);
+    auto store = f.open();
+    EXPECT_NE(store->startup_warnings().at(0).find("cannot be read"), std::string::npos);
+    ASSERT_TRUE(store->prepare(ref(1)).ok());
+    const auto aside = beside(path, "claims.json.corrupt-");
+    ASSERT_EQ(aside.size(), 1u);
+    EXPECT_EQ(fs::is_fifo(fs::symlink_status(aside[0])), fifo);
+    EXPECT_EQ(fs::is_symlink(fs::symlink_status(aside[0])), !fifo);
+    EXPECT_EQ(read(target), "keep me");
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(path)));
+  }
+}
+
+// Issue 28, item 12: write_file_atomically's temporary files that a SIGKILL left are removed.
+TEST(DraClaimStore, TemporaryCheckpointFilesLeftByAKillAreRemovedAtStart) {
+  Fixture f;
+  const std::string path = f.options().checkpoint_path;
+  fs::create_directories(fs::path(path).parent_path());
+  const fs::path stale = fs::path(path).parent_path() / ".claims.json.kgpu-0123456789abcdef";
+  const fs::path other = fs::path(path).parent_path() / ".someone-else.kgpu-0123456789abcdef";
+  std::ofstream(stale) << "half";
+  std::ofstream(other) << "theirs";
+  auto store = f.open();
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(other));
 }
 
 TEST(DraClaimStore, CheckpointFromAnotherBootIsDropped) {
@@ -271,7 +382,11 @@ TEST(DraClaimStore, CheckpointRoundTripsEveryField) {
 
   json doc = json::parse(checkpoint_text(in));
   doc["version"] = 2;
-  EXPECT_NE(parse_checkpoint(doc.dump()).error().message.find("version 2 is not 1"), std::string::npos);
+  EXPECT_NE(parse_checkpoint(doc.dump()).error().message.find("version 2 is newer than this kgpu reads (1)"),
+            std::string::npos);
+  EXPECT_EQ(parse_checkpoint(doc.dump()).error().code, Error::Code::FailedPrecondition);
+  doc["version"] = 0;
+  EXPECT_NE(parse_checkpoint(doc.dump()).error().message.find("version 0 is not 1"), std::string::npos);
   doc = json::parse(checkpoint_text(in));
   doc["claims"][0]["devices"] = 5;
   EXPECT_FALSE(parse_checkpoint(doc.dump()).ok());
