@@ -46,6 +46,9 @@ struct DraDevice {
   std::shared_ptr<const Attributes> gpu_attributes;
   Attributes attributes;          // the device's own
   std::vector<Capacity> capacity;  // sorted by name
+  // Published with allowMultipleAllocations (consumable capacity): only then may a claim hold a
+  // share of it (a result with a shareID). kgpu publishes no device so today.
+  bool allow_multiple_allocations = false;
 
   // Either list; nullptr when absent.
   const AttributeValue* attribute(std::string_view attribute_name) const {
@@ -65,7 +68,8 @@ struct DraDevice {
   bool operator==(const DraDevice& o) const {
     const bool same_gpu = gpu_attributes == o.gpu_attributes ||
                           (gpu_attributes && o.gpu_attributes && *gpu_attributes == *o.gpu_attributes);
-    return name == o.name && same_gpu && attributes == o.attributes && capacity == o.capacity;
+    return name == o.name && same_gpu && attributes == o.attributes && capacity == o.capacity &&
+           allow_multiple_allocations == o.allow_multiple_allocations;
   }
 };
 

@@ -115,6 +115,12 @@ class Preparer {
       return Error::invalid(who_ + ": device " + quote_text(r.device) + " (request " + quote_text(r.request) +
                             ") is not published by this node in pool " + quote_text(in_.pool.pool) +
                             " (unhealthy, removed, or never one of kgpu's devices)");
+    // A share ID outside a device published as shareable would let two claims of different
+    // namespaces through the conflict check with one whole device (issue 28, item 4).
+    if (r.share_id && !it->allow_multiple_allocations)
+      return Error::invalid(who_ + ": device " + r.device + " (request " + quote_text(r.request) +
+                            ") is allocated as share " + quote_text(*r.share_id) +
+                            ", but this node does not publish it with allowMultipleAllocations");
     const AttributeValue* uuid = it->attribute("uuid");
     const std::string* uuid_text = uuid ? std::get_if<std::string>(uuid) : nullptr;
     auto backing = uuid_text ? locate(in_.inventory, *uuid_text) : std::nullopt;

@@ -133,7 +133,9 @@ TEST(DraPrepare, RequestsSharingADeviceAreMergedAndSubrequestsStripped) {
   EXPECT_EQ(p.claim.devices[0].requests, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(p.cdi_spec["devices"].size(), 1u);
 
-  // Consumable-capacity shares of one device are separate answers backed by one CDI device.
+  // Consumable-capacity shares of one device (published as shareable) are separate answers backed
+  // by one CDI device.
+  for (auto& d : n.pool.devices) d.allow_multiple_allocations = d.name == gpu;
   const Preparation shares = n.ok(claim_json(kUid, {{"a", gpu, "gpu.nvidia.com", "node-1", false, "s1"},
                                                     {"b", gpu, "gpu.nvidia.com", "node-1", false, "s2"}}));
   ASSERT_EQ(shares.claim.devices.size(), 2u);
@@ -141,6 +143,25 @@ TEST(DraPrepare, RequestsSharingADeviceAreMergedAndSubrequestsStripped) {
   EXPECT_EQ(shares.claim.devices[1].share_id, "s2");
   EXPECT_EQ(shares.claim.devices[0].cdi_device_ids, shares.claim.devices[1].cdi_device_ids);
   EXPECT_EQ(shares.cdi_spec["devices"].size(), 1u);
+}
+
+// Issue 28, item 4: two claims of different namespaces with share IDs on a device never published
+// with allowMultipleAllocations were both prepared (the conflict check lets distinct shares pass).
+TEST(DraPrepare, AShareIdOnADeviceNotPublishedAsShareableIsRefused) {
+  Node n;
+  const std::string gpu = gpu_name(n.inventory, 1);
+  auto parsed = parse_resource_claim(claim_json(kUid, {{"a", gpu, "gpu.nvidia.com", "node-1", false, "s1"}}).dump());
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  auto refused = prepare_claim(*parsed, PrepareInputs{n.config, n.inventory, n.pool, nullptr});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Error::Code::InvalidArgument);
+  EXPECT_NE(refused.error().message.find("device " + gpu + " (request \"a\") is allocated as share \"s1\", but this "
+                                         "node does not publish it with allowMultipleAllocations"),
+            std::string::npos)
+      << refused.error().message;
+  // Published as shareable: the share is prepared.
+  for (auto& d : n.pool.devices) d.allow_multiple_allocations = d.name == gpu;
+  EXPECT_TRUE(prepare_claim(*parsed, PrepareInputs{n.config, n.inventory, n.pool, nullptr}).ok());
 }
 
 TEST(DraPrepare, OtherDriversAreIgnoredButUnpublishedDevicesAreErrors) {
