@@ -8,14 +8,13 @@
 #include <mutex>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "core/unique_fd.h"
 #include "dra/api_share.h"
 #include "dra/claim_sharing.h"
 #include "dra/claim_store.h"
 #include "dra/kubelet_plugin.h"
 #include "dra/pcie_roots.h"
+#include "dra/resource_api.h"
 #include "dra/slice_builder.h"
 #include "dra/slice_publisher.h"
 #include "kube/api_request.h"
@@ -47,8 +46,10 @@ struct DraWiring::Impl {
   std::string node_name;
   std::string kubelet_root;
   kube::ApiServer api;
-  kube::Interrupter interrupter;
-  std::unique_ptr<kube::ApiClient> client;
+  kube::Interrupter interrupter;  // stop() ends a claim read in flight
+  // resource.k8s.io's served versions, read once for the slices and the claims.
+  std::shared_ptr<dra::ResourceApiDiscovery> discovery = std::make_shared<dra::ResourceApiDiscovery>();
+  std::unique_ptr<dra::ClaimReader> claims;
   dra::SliceOptions slice_options;
   std::unique_ptr<dra::SlicePublisher> publisher;
   std::vector<ServedDriver> drivers;
@@ -56,29 +57,6 @@ struct DraWiring::Impl {
   UniqueFd cancel{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};  // readable once stop() began: ends a program run
   std::mutex mu;
   std::string last_share_problem;  // unmatched kgpu.dra.gpus entries, logged once per change
-
-  Result<std::string> fetch_claim(const std::string& ns, const std::string& name) const {
-    std::string last;
-    for (const char* version : {"v1", "v1beta2", "v1beta1"}) {
-      auto answer = client->get("/apis/resource.k8s.io/" + std::string(version) + "/namespaces/" + ns +
-                                    "/resourceclaims/" + name,
-                                5s, 2 * 1024 * 1024);
-      if (!answer) return answer.error();
-      if (answer->status == 200) return answer->body;
-      last = "HTTP " + std::to_string(answer->status);
-      if (answer->status != 404) break;  // only a version the server lacks is worth another try
-    }
-    return Error::unavailable("GET ResourceClaim " + ns + "/" + name + ": " + last);
-  }
-
-  std::string node_uid() const {
-    auto answer = client->get("/api/v1/nodes/" + node_name, 2s, 4 * 1024 * 1024);
-    if (!answer || answer->status != 200) return {};
-    auto doc = nlohmann::json::parse(answer->body, nullptr, false);
-    if (!doc.is_object() || !doc.contains("metadata") || !doc["metadata"].is_object()) return {};
-    const auto& uid = doc["metadata"].value("uid", nlohmann::json());
-    return uid.is_string() ? uid.get<std::string>() : std::string();
-  }
 
   bool serves(const std::string& driver) const {
     return std::any_of(drivers.begin(), drivers.end(), [&](const ServedDriver& d) { return d.name == driver; });
@@ -115,7 +93,7 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
   auto api = kube::find_api_server(env);
   if (!api) return Error{api.error().code, "DRA (kgpu.dra.enabled) needs the API server: " + api.error().message};
   impl->api = *api;
-  impl->client = std::make_unique<kube::ApiClient>(impl->api, impl->interrupter);
+  impl->claims = std::make_unique<dra::ClaimReader>(impl->discovery, impl->api, impl->interrupter);
   impl->kubelet_root = kubelet_root_of(config.kubelet_socket);
   impl->slice_options.node_name = impl->node_name;
   impl->slice_options.drivers = dra::driver_names(args);
@@ -129,7 +107,7 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
     store_options.boot_id = boot_id;
     ServedDriver served{driver, nullptr, nullptr};
     served.store = std::make_unique<dra::ClaimStore>(
-        store_options, [raw](const std::string& ns, const std::string& name) { return raw->fetch_claim(ns, name); });
+        store_options, [raw](const std::string& ns, const std::string& name) { return raw->claims->fetch(ns, name); });
     for (const auto& w : served.store->startup_warnings()) spdlog::warn("DRA {}: {}", driver, w);
     impl->drivers.push_back(std::move(served));
   }
@@ -182,16 +160,14 @@ dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing*
 
 Status DraWiring::start(server::Daemon& daemon) {
   Impl& s = *impl_;
-  s.slice_options.node_uid = s.node_uid();
-  if (s.slice_options.node_uid.empty())
-    spdlog::warn("DRA: cannot read Node {}'s uid; ResourceSlices are published without an owner", s.node_name);
   // The publisher covers only the drivers kgpu serves: another vendor's DRA driver on this node
-  // publishes its own slices, which kgpu must never delete.
+  // publishes its own slices, which kgpu must never delete. It reads the Node's uid for the slices'
+  // owner itself (node_uid empty), in its worker: start-up never waits on the API server.
   auto publisher_options = s.slice_options;
   for (std::string* name : {&publisher_options.drivers.nvidia, &publisher_options.drivers.amd,
                             &publisher_options.drivers.intel})
     if (!s.serves(*name)) name->clear();
-  s.publisher = std::make_unique<dra::SlicePublisher>(s.api, publisher_options);
+  s.publisher = std::make_unique<dra::SlicePublisher>(s.api, publisher_options, std::nullopt, s.discovery);
   s.publisher->start();
   s.publisher->start_watch();  // puts back a slice someone else deletes or edits
   dra::SlicePublisher* publisher = s.publisher.get();

@@ -20,6 +20,7 @@ namespace wire = k8s::io::kubelet::pkg::apis::dra::v1;
 
 struct KubeletPlugin::Job {
   std::function<void()> run;
+  std::function<void()> refuse;  // answers the call when it cannot run (stopping)
 };
 
 namespace {
@@ -122,9 +123,30 @@ std::string KubeletPlugin::dra_socket() const {
 }
 
 void KubeletPlugin::post(Job job) {
-  std::lock_guard lock(mu_);
-  jobs_.push_back(std::move(job.run));
-  cv_.notify_one();
+  bool refused = false;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      refused = true;
+    } else {
+      jobs_.push_back(std::move(job.run));
+      if (!worker_running_) {
+        // The previous worker cleared worker_running_ under mu_ as it left run_jobs(): joining it
+        // takes no longer than a thread's exit.
+        if (worker_.joinable()) worker_.join();
+        // On the transport's thread: nothing may escape.
+        try {
+          worker_ = std::thread([this] { run_jobs(); });
+          worker_running_ = true;
+        } catch (const std::exception& e) {
+          spdlog::error("DRA: cannot start a thread for the kubelet's call: {}", e.what());
+          jobs_.pop_back();
+          refused = true;
+        }
+      }
+    }
+  }
+  if (refused && job.refuse) job.refuse();
 }
 
 void KubeletPlugin::run_jobs() {
@@ -132,9 +154,12 @@ void KubeletPlugin::run_jobs() {
   for (;;) {
     std::function<void()> job;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-      if (stopping_ && jobs_.empty()) return;
+      std::lock_guard lock(mu_);
+      // Queued calls still run while stopping (stop() ended what they wait on): each gets its answer.
+      if (jobs_.empty()) {
+        worker_running_ = false;  // the next post() starts a worker again
+        return;
+      }
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
@@ -154,7 +179,6 @@ Status KubeletPlugin::start() {
     std::lock_guard lock(mu_);
     stopping_ = false;
   }
-  worker_ = std::thread([this] { run_jobs(); });
 
   auto node = std::make_shared<rpc::Service>();
   for (const std::string version : {"v1", "v1beta1"}) {
@@ -164,12 +188,14 @@ Status KubeletPlugin::start() {
     node->unary(base + "NodePrepareResources", [this, share_ids](std::string_view bytes, rpc::Responder r) {
       auto req = std::make_shared<wire::NodePrepareResourcesRequest>();
       if (!parse(bytes, *req)) return r.fail({rpc::Code::InvalidArgument, "not a NodePrepareResourcesRequest"});
-      post({[this, req, r, share_ids] { r.reply(prepare_all(handler_, *req, share_ids)); }});
+      post({[this, req, r, share_ids] { r.reply(prepare_all(handler_, *req, share_ids)); },
+            [r] { r.fail({rpc::Code::Unavailable, "the DRA driver is stopping"}); }});
     });
     node->unary(base + "NodeUnprepareResources", [this](std::string_view bytes, rpc::Responder r) {
       auto req = std::make_shared<wire::NodeUnprepareResourcesRequest>();
       if (!parse(bytes, *req)) return r.fail({rpc::Code::InvalidArgument, "not a NodeUnprepareResourcesRequest"});
-      post({[this, req, r] { r.reply(unprepare_all(handler_, *req)); }});
+      post({[this, req, r] { r.reply(unprepare_all(handler_, *req)); },
+            [r] { r.fail({rpc::Code::Unavailable, "the DRA driver is stopping"}); }});
     });
   }
   auto dra_fd = listen_in_place(dra_socket());
@@ -224,9 +250,10 @@ void KubeletPlugin::stop() {
   }
   {
     std::lock_guard lock(mu_);
-    stopping_ = true;
-    cv_.notify_all();
+    stopping_ = true;  // from here on no worker starts, so worker_ stays as it is
   }
+  // A worker still running finishes the queued calls (their waits on the API server and on
+  // nvidia-smi are ended by the caller's cancellation) and ends.
   if (worker_.joinable()) worker_.join();
 }
 

@@ -6,9 +6,10 @@
 //
 // The kubelet finds the registration socket by watching its folder, at its own start too, so a
 // kubelet restart needs nothing from us. Prepare and unprepare may wait on the API server, so they
-// run on one worker thread of their own (the kubelet serializes them per driver anyway), never on
-// the transport's thread.
-#include <condition_variable>
+// run on a worker thread of their own, one at a time in arrival order (the kubelet serializes them
+// per driver anyway), never on the transport's thread. The worker exists only while calls are
+// queued or running: the first call starts it and it ends when the queue is empty, so an idle
+// daemon has no thread for it.
 #include <deque>
 #include <functional>
 #include <memory>
@@ -68,6 +69,7 @@ class KubeletPlugin {
  private:
   struct Job;
   void run_jobs();
+  // Queues the job and starts the worker when none runs; while stopping, the job is refused.
   void post(Job job);
 
   KubeletPluginOptions options_;
@@ -76,9 +78,9 @@ class KubeletPlugin {
   uint64_t dra_listener_ = 0, registration_listener_ = 0;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
+  bool worker_running_ = false;  // worker_ is in run_jobs(); false once it has left (joinable, ending)
   std::thread worker_;
   bool registered_ = false;
   std::string registration_error_;

@@ -9,6 +9,7 @@
 
 #include "core/thread_name.h"
 #include "dra/slice_publisher_diff.h"
+#include "kube/node_object.h"
 #include "kube/resource_slice_list.h"
 
 namespace kgpu::dra {
@@ -90,47 +91,75 @@ std::chrono::milliseconds SlicePublisher::Deadline::next() const {
   return std::min(left, per_request);
 }
 
-SlicePublisher::SlicePublisher(kube::ApiServer server, SliceOptions options, std::optional<SliceApi> api_version)
+SlicePublisher::SlicePublisher(kube::ApiServer server, SliceOptions options, std::optional<SliceApi> api_version,
+                               std::shared_ptr<ResourceApiDiscovery> discovery)
     : options_(std::move(options)),
+      read_uid_(options_.node_uid.empty()),
+      discovery_(discovery ? std::move(discovery) : std::make_shared<ResourceApiDiscovery>()),
       worker_client_(server, worker_interrupter_),
       cleanup_client_(server, cleanup_interrupter_),
       watch_client_(std::move(server), watch_interrupter_),
-      api_(api_version) {}
+      api_(api_version) {
+  node_uid_ = options_.node_uid;
+  state_.node_uid = node_uid_;
+  backoff_ = timing_.first_backoff;
+  uid_backoff_ = timing_.first_backoff;
+}
 
 SlicePublisher::~SlicePublisher() { stop(); }
 
-void SlicePublisher::set_timing(const Timing& timing) { timing_ = timing; }
+void SlicePublisher::set_timing(const Timing& timing) {
+  std::lock_guard lock(mu_);
+  timing_ = timing;
+  backoff_ = timing_.first_backoff;
+  uid_backoff_ = timing_.first_backoff;
+}
 
 void SlicePublisher::start() {
   std::lock_guard lock(mu_);
-  if (thread_.joinable() || stopping_) return;
-  thread_ = std::thread([this] { run(); });
+  if (started_ || stopping_) return;
+  started_ = true;
+  wake_locked();
+}
+
+bool SlicePublisher::uid_wanted_locked() const { return read_uid_ && node_uid_.empty() && state_.published > 0; }
+
+void SlicePublisher::wake_locked() {
+  cv_.notify_all();
+  if (!started_ || stopping_ || worker_running_ || !(dirty_ || uid_wanted_locked())) return;
+  // The previous worker cleared worker_running_ under mu_ as it left run(): it is ending, and
+  // joining it takes no longer than a thread's exit.
+  if (thread_.joinable()) thread_.join();
+  // Called from the daemon's, the transport's and the watch's threads: nothing may escape.
+  try {
+    thread_ = std::thread([this] { run(); });
+    worker_running_ = true;
+    state_.worker = true;
+  } catch (const std::exception& e) {
+    spdlog::error("DRA slices: cannot start the worker thread ({}); trying again at the next change", e.what());
+  }
 }
 
 void SlicePublisher::publish(std::vector<DriverPool> pools) {
-  {
-    std::lock_guard lock(mu_);
-    desired_ = std::move(pools);
-    ++state_.published;
-    dirty_ = true;
-  }
-  cv_.notify_all();
+  std::lock_guard lock(mu_);
+  desired_ = std::move(pools);
+  ++state_.published;
+  dirty_ = true;
+  wake_locked();
 }
 
 void SlicePublisher::resync() {
-  {
-    std::lock_guard lock(mu_);
-    written_.clear();
-    ++epoch_;
-    if (state_.published > 0) dirty_ = true;
-  }
-  cv_.notify_all();
+  std::lock_guard lock(mu_);
+  written_.clear();
+  ++epoch_;
+  if (state_.published > 0) dirty_ = true;
+  wake_locked();
 }
 
 void SlicePublisher::stop() {
   {
     std::lock_guard lock(mu_);
-    stopping_ = true;
+    stopping_ = true;  // from here on no worker starts, so thread_ stays as it is
   }
   cv_.notify_all();
   worker_interrupter_.stop();
@@ -201,16 +230,24 @@ bool SlicePublisher::wait_synced(std::chrono::milliseconds timeout) const {
 }
 
 void SlicePublisher::run() {
-  std::chrono::milliseconds backoff = timing_.first_backoff;
-  // When the next pass may start: now, or the end of a backoff.
-  std::chrono::steady_clock::time_point retry_at{};  // the clock's epoch: long past
+  name_this_thread("kgpu-dra-slices");  // writes the node's ResourceSlices while they differ
+  using Clock = std::chrono::steady_clock;
   std::unique_lock lock(mu_);
-  while (true) {
-    // During a backoff only stop() ends the wait: a flapping health state must not hammer a
-    // failing API server. Otherwise the thread sleeps until there is something to write.
-    cv_.wait_until(lock, retry_at, [&] { return stopping_; });
-    cv_.wait(lock, [&] { return stopping_ || dirty_; });
-    if (stopping_) return;
+  while (!stopping_) {
+    const auto now = Clock::now();
+    const bool write_due = dirty_ && now >= retry_at_;
+    const bool uid_due = uid_wanted_locked() && now >= uid_retry_at_;
+    if (!write_due && !uid_due) {
+      // In sync and nothing to retry: this worker ends; the next publish() or resync() starts one.
+      if (!dirty_ && !uid_wanted_locked()) break;
+      // A backoff runs (writes, or the uid read). During a write backoff only stop() or its end
+      // ends the wait: a flapping health state must not hammer a failing API server. During a uid
+      // backoff a publish() is written at once.
+      auto until = uid_wanted_locked() ? uid_retry_at_ : retry_at_;
+      if (dirty_) until = std::min(until, retry_at_);
+      cv_.wait_until(lock, until, [&] { return stopping_ || (dirty_ && Clock::now() >= retry_at_); });
+      continue;
+    }
     dirty_ = false;
     const auto pools = desired_;
     const uint64_t version = state_.published;
@@ -224,24 +261,27 @@ void SlicePublisher::run() {
     } catch (...) {
     }
     lock.lock();
-    if (stopping_) return;
+    if (stopping_) break;
     ++state_.passes;
     if (result) {
       if (!state_.problem.empty()) spdlog::info("DRA slices: the API server holds kgpu's slices again");
       state_.problem.clear();
       state_.synced = version;
-      backoff = timing_.first_backoff;
-      retry_at = {};
+      backoff_ = timing_.first_backoff;
+      retry_at_ = {};
     } else {
       if (result.error().message != state_.problem)
         spdlog::warn("DRA slices: {}; retrying with backoff", result.error().message);
       state_.problem = result.error().message;
       dirty_ = true;
-      retry_at = std::chrono::steady_clock::now() + backoff;
-      backoff = std::min(backoff * 2, timing_.max_backoff);
+      retry_at_ = Clock::now() + backoff_;
+      backoff_ = std::min(backoff_ * 2, timing_.max_backoff);
     }
     cv_.notify_all();
   }
+  worker_running_ = false;
+  state_.worker = false;
+  cv_.notify_all();
 }
 
 Status SlicePublisher::sync(const std::vector<DriverPool>& pools) {
@@ -264,7 +304,52 @@ std::vector<std::string> SlicePublisher::drivers(const std::vector<DriverPool>& 
   return out;
 }
 
+SliceOptions SlicePublisher::pass_options(const kube::ApiClient& client) {
+  SliceOptions options = options_;
+  {
+    std::lock_guard lock(mu_);
+    options.node_uid = node_uid_;
+    if (!read_uid_ || !node_uid_.empty() || std::chrono::steady_clock::now() < uid_retry_at_) return options;
+  }
+  auto uid = read_node_uid(client);
+  std::lock_guard lock(mu_);
+  if (uid) {
+    if (!uid_problem_.empty())
+      spdlog::info("DRA slices: read Node {}'s uid; its slices name it as their owner now", options_.node_name);
+    uid_problem_.clear();
+    node_uid_ = *uid;
+    state_.node_uid = *uid;
+    options.node_uid = *uid;
+    // Whatever was written without the owner is rewritten with it: every driver is read again.
+    written_.clear();
+    ++epoch_;
+  } else {
+    if (uid.error().message != uid_problem_)
+      spdlog::warn("DRA slices: cannot read Node {}'s uid ({}); publishing its slices without an owner until it "
+                   "can be read",
+                   options_.node_name, uid.error().message);
+    uid_problem_ = uid.error().message;
+    uid_retry_at_ = std::chrono::steady_clock::now() + uid_backoff_;
+    uid_backoff_ = std::min(uid_backoff_ * 2, timing_.max_backoff);
+  }
+  return options;
+}
+
+Result<std::string> SlicePublisher::read_node_uid(const kube::ApiClient& client) const {
+  const std::string path = "/api/v1/nodes/" + query_escape(options_.node_name);
+  // A node read is small and quick; a server that holds it must not hold the slices for long.
+  const auto deadline = std::min(timing_.request_deadline, std::chrono::milliseconds(2000));
+  auto answer = client.get(path, deadline, kMaxObjectBytes);
+  if (!answer) return answer.error();
+  if (answer->status != 200) return Error::unavailable(kube::api_status_problem("GET " + path, *answer, "get on nodes"));
+  auto node = kube::parse_node(answer->body);
+  if (!node) return Error{node.error().code, "GET " + path + ": " + node.error().message};
+  if (node->uid.empty()) return Error::invalid("GET " + path + ": the Node has no metadata.uid");
+  return node->uid;
+}
+
 Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::ApiClient& client) {
+  const SliceOptions options = pass_options(client);
   std::optional<Error> first_problem;
   for (const auto& driver : drivers(pools)) {
     const DriverPool* desired = nullptr;
@@ -281,7 +366,7 @@ Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::Ap
     // Each driver's pass has a budget of a few requests' deadlines: a slow server cannot hold the
     // worker longer than that, and stop() ends it at once.
     const Deadline deadline{std::chrono::steady_clock::now() + timing_.request_deadline * 8, timing_.request_deadline};
-    auto status = sync_driver(driver, desired, client, deadline);
+    auto status = sync_driver(driver, desired, options, client, deadline);
     if (!status) {
       // The other drivers still get their pass; the first problem is reported.
       if (!first_problem) first_problem = status.error();
@@ -299,12 +384,8 @@ Result<SliceApi> SlicePublisher::api(const kube::ApiClient& client, const Deadli
     std::lock_guard lock(mu_);
     if (api_) return *api_;
   }
-  const std::string path = "/apis/resource.k8s.io";
-  auto answer = client.get(path, deadline.next(), kMaxObjectBytes);
-  if (!answer) return answer.error();
-  if (answer->status != 200) return http_error("GET " + path, *answer);
-  auto versions = kube::parse_api_group_versions(answer->body);
-  if (!versions) return Error{versions.error().code, "GET " + path + ": " + versions.error().message};
+  auto versions = discovery_->served(client, deadline.next());
+  if (!versions) return versions.error();
   auto chosen = choose_slice_api(*versions);
   if (!chosen) return chosen.error();
   spdlog::info("DRA slices: writing resource.k8s.io/{} ResourceSlices", version_segment(*chosen));
@@ -347,8 +428,8 @@ Result<std::vector<kube::ListedSlice>> SlicePublisher::list(const std::string& d
                             std::to_string(kMaxListPages) + " pages");
 }
 
-Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* desired, const kube::ApiClient& client,
-                                   const Deadline& deadline) {
+Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* desired, const SliceOptions& options,
+                                   const kube::ApiClient& client, const Deadline& deadline) {
   auto chosen = api(client, deadline);
   if (!chosen) return chosen.error();
   const std::string collection = collection_path(*chosen);
@@ -361,7 +442,7 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
       auto it = last_generation_.find(driver);
       if (it != last_generation_.end()) min_generation = it->second;
     }
-    const auto diff = diff_slices(desired, std::move(*listed), options_, *chosen, min_generation);
+    const auto diff = diff_slices(desired, std::move(*listed), options, *chosen, min_generation);
     bool conflict = false;
     size_t done = 0;
     for (const auto& write : diff.writes) {
@@ -428,7 +509,7 @@ Status SlicePublisher::delete_all(std::chrono::milliseconds timeout) {
   std::optional<Error> first_problem;
   for (const auto& driver : drivers(pools)) {
     if (deadline.next().count() == 0) return Error::unavailable("deleting kgpu's ResourceSlices: out of time");
-    auto status = sync_driver(driver, nullptr, cleanup_client_, deadline);
+    auto status = sync_driver(driver, nullptr, options_, cleanup_client_, deadline);
     if (!status && !first_problem) first_problem = status.error();
   }
   if (first_problem) return *first_problem;

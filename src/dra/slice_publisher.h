@@ -5,8 +5,18 @@
 // updates (with the listed resourceVersion) and deletes slices, bumping the pool generation on any
 // change and writing nothing when nothing changed. A 409 Conflict (someone else wrote meanwhile)
 // re-reads and retries at once; other failures are retried with capped backoff (logged once per
-// change of problem). The worker sleeps until publish() or a due retry: no polling. stop() ends the
-// request in flight at once.
+// change of problem). The worker exists only while there is work: publish() or resync() starts it,
+// it sleeps through a due retry's backoff, and it ends once the API server holds what was
+// published, so an idle daemon has no thread for it and nothing wakes up. stop() ends the request
+// in flight at once.
+//
+// Owner: the slices name the Node as their owner (garbage-collected with it). SliceOptions::node_uid
+// given: that one. Empty: the worker reads the Node's metadata.uid in its first pass; while it cannot
+// (API server not answering yet, RBAC), the slices are published without an owner and the read is
+// retried with backoff until it succeeds, and then every slice is rewritten with the owner.
+//
+// Version: the resource.k8s.io versions come from a ResourceApiDiscovery shared with the claim
+// reads (one GET per process); ResourceSlices are written as v1 when served, else v1beta1.
 //
 // Drivers covered: the three of SliceOptions::drivers plus any in a published pool; a driver with no
 // pool in the latest publication has its slices on this node deleted.
@@ -17,14 +27,15 @@
 // events too; each then costs one list per driver and no write (the diff finds nothing).
 //
 // Daemon use: construct with the API server, the same SliceOptions as build_publication() (node
-// name, and the Node's metadata.uid so the slices are owned by the Node) and optionally a forced
-// version; start(); start_watch(); publish(publication.pools) after every rebuild (health, MIG
-// layout, config); resync() when the kubelet re-registers the plugin (it may have wiped the
-// slices); stop() on exit (slices stay); delete_all() for uninstall or when DRA is switched off.
+// name; node_uid empty so it is read) and the shared discovery; start(); start_watch();
+// publish(publication.pools) after every rebuild (health, MIG layout, config); resync() when the
+// kubelet re-registers the plugin (it may have wiped the slices); stop() on exit (slices stay);
+// delete_all() for uninstall or when DRA is switched off.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -32,6 +43,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "dra/resource_api.h"
 #include "dra/slice_builder.h"
 #include "kube/api_request.h"
 #include "kube/api_server.h"
@@ -54,15 +66,17 @@ class SlicePublisher {
     kube::WatchTiming watch;   // start_watch()'s loop
   };
 
-  // `api_version`: the version to write; nullopt discovers it (GET /apis/resource.k8s.io) before
-  // the first write.
-  SlicePublisher(kube::ApiServer server, SliceOptions options, std::optional<SliceApi> api_version = std::nullopt);
+  // `api_version`: the version to write; nullopt discovers it (GET /apis/resource.k8s.io, through
+  // `discovery`, or a discovery of its own when null) before the first write. `options.node_uid`
+  // empty: read from the Node (see above).
+  SlicePublisher(kube::ApiServer server, SliceOptions options, std::optional<SliceApi> api_version = std::nullopt,
+                 std::shared_ptr<ResourceApiDiscovery> discovery = nullptr);
   ~SlicePublisher();  // stop()
   SlicePublisher(const SlicePublisher&) = delete;
   SlicePublisher& operator=(const SlicePublisher&) = delete;
 
   void set_timing(const Timing& timing);  // before start()
-  void start();                           // the worker thread
+  void start();  // from now on, a worker thread runs whenever there is something to write
   // The watch thread (after start()): it waits for the worker to know the API version, then
   // follows the node's slices until stop().
   void start_watch();
@@ -89,6 +103,8 @@ class SlicePublisher {
     uint64_t passes = 0;     // passes that ended (with or without a problem)
     std::string problem;     // the last pass's failure; empty when it succeeded
     std::map<std::string, int64_t> generations;  // per driver with a pool: its generation now
+    std::string node_uid;    // the owner the slices name; empty while the Node's uid is unknown
+    bool worker = false;     // a worker thread runs (only while there is work)
   };
   State state() const;
   // Blocks until the latest publish() is in the API server, or `timeout` passes (false then).
@@ -103,16 +119,25 @@ class SlicePublisher {
   };
   void run();
   void watch();
+  // mu_ held: notifies, and starts a worker when there is work, none runs and start() was called.
+  void wake_locked();
+  // mu_ held: the Node's uid is still to be read (and something is published to own).
+  bool uid_wanted_locked() const;
   bool covers(const std::string& driver) const;
   Status pass(const std::vector<DriverPool>& pools, const kube::ApiClient& client);
-  Status sync_driver(const std::string& driver, const DriverPool* desired, const kube::ApiClient& client,
-                     const Deadline& deadline);
+  // The options a pass writes with: the Node's uid once known, read first when it is due.
+  SliceOptions pass_options(const kube::ApiClient& client);
+  Result<std::string> read_node_uid(const kube::ApiClient& client) const;
+  Status sync_driver(const std::string& driver, const DriverPool* desired, const SliceOptions& options,
+                     const kube::ApiClient& client, const Deadline& deadline);
   Result<std::vector<kube::ListedSlice>> list(const std::string& driver, const kube::ApiClient& client,
                                               const Deadline& deadline) const;
   Result<SliceApi> api(const kube::ApiClient& client, const Deadline& deadline);
   std::vector<std::string> drivers(const std::vector<DriverPool>& pools) const;
 
-  SliceOptions options_;
+  SliceOptions options_;  // node_uid: as given (the known one is node_uid_)
+  const bool read_uid_;   // options_.node_uid was empty: read the Node's
+  std::shared_ptr<ResourceApiDiscovery> discovery_;
   Timing timing_;
   kube::Interrupter worker_interrupter_;   // stop() and delete_all() end the worker's requests
   kube::Interrupter cleanup_interrupter_;  // stop() ends delete_all()'s requests
@@ -126,14 +151,25 @@ class SlicePublisher {
   std::optional<SliceApi> api_;
   std::vector<DriverPool> desired_;
   State state_;
+  bool started_ = false;
   bool stopping_ = false;
+  bool worker_running_ = false;  // thread_ is in run(); false once it has left (then joinable, done)
   bool dirty_ = false;  // a publish(), resync() or failed pass since the last pass began
+  // Failed passes: the next may start at retry_at (the clock's epoch: at once); the backoff doubles.
+  std::chrono::steady_clock::time_point retry_at_{};
+  std::chrono::milliseconds backoff_{0};
+  // The Node's uid: known (given or read), or the next read's time, its backoff and the problem
+  // last logged.
+  std::string node_uid_;
+  std::chrono::steady_clock::time_point uid_retry_at_{};
+  std::chrono::milliseconds uid_backoff_{0};
+  std::string uid_problem_;
   uint64_t epoch_ = 0;  // resync() count: a pass that began before one records nothing
   // What each driver's slices hold now, as far as this process knows (nullopt: no pool, nothing
   // listed); a driver absent here is read from the API server on the next pass.
   std::map<std::string, std::optional<DriverPool>> written_;
   std::map<std::string, int64_t> last_generation_;  // the highest generation written per driver
-  std::thread thread_;
+  std::thread thread_;  // the worker (on demand)
   std::thread watch_thread_;
 };
 

@@ -41,6 +41,9 @@ Result<NodeSnapshot> node_from(const json& object) {
   auto version = optional_string(*meta, "resourceVersion", "metadata");
   if (!version) return version.error();
   node.resource_version = std::move(*version);
+  auto uid = optional_string(*meta, "uid", "metadata");
+  if (!uid) return uid.error();
+  node.uid = std::move(*uid);
   const json* labels = member(*meta, "labels");
   if (labels == nullptr || labels->is_null()) return node;
   if (!labels->is_object())

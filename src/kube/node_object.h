@@ -1,6 +1,6 @@
 #pragma once
-// The little kgpu needs from the Kubernetes API: its own Node's labels, from a GET of the Node and
-// from the lines of a watch stream. Pure parsing, no I/O.
+// The little kgpu needs from the Kubernetes API: its own Node's labels and uid, from a GET of the
+// Node and from the lines of a watch stream. Pure parsing, no I/O.
 #include <map>
 #include <string>
 #include <string_view>
@@ -12,6 +12,7 @@ namespace kgpu::kube {
 struct NodeSnapshot {
   std::map<std::string, std::string> labels;
   std::string resource_version;
+  std::string uid;  // metadata.uid (the DRA driver's slices name the Node as their owner by it)
   bool operator==(const NodeSnapshot&) const = default;
 };
 

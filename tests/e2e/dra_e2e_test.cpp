@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -370,6 +371,155 @@ TEST_F(DraE2E, DraOnlyUnderAnOperatorsDriverName) {
   EXPECT_TRUE(device_names(api, kDriver).empty());
   EXPECT_EQ(sim->snapshot().find(kGpu), nullptr);
   EXPECT_EQ(sim->snapshot().registrations, 0);
+}
+
+// ---- The Node as the slices' owner, claim reads (issue 26, item 5) ----
+
+// "<kind>/<uid>" of the owner of each of our driver's slices ("" for a slice without one).
+std::vector<std::string> owners(const std::map<std::string, nlohmann::json>& slices) {
+  std::vector<std::string> out;
+  for (const auto& [name, slice] : slices) {
+    if (slice["spec"].value("driver", "") != kDriver) continue;
+    const auto& refs = slice["metadata"].value("ownerReferences", nlohmann::json::array());
+    out.push_back(refs.empty() ? "" : refs[0].value("kind", "") + "/" + refs[0].value("uid", ""));
+  }
+  return out;
+}
+
+// kgpu starts while the API server cannot answer the Node's GET yet (500s): the slices are
+// published at once, without an owner; once the Node can be read they are rewritten with the Node
+// as owner, so they are garbage-collected with it. (Before: the uid was read once at start-up and
+// the slices stayed ownerless for good.)
+TEST_F(DraE2E, SlicesGetTheNodeAsOwnerOnceItsUidCanBeRead) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  api.set_fault(FakeApiServer::Fault::Status500);  // the Node's GET; resource.k8s.io is served
+  auto plugin = start(dra_options(api, "0,1"));
+  ASSERT_TRUE(api.wait_slices([](const auto& slices) { return owners(slices).size() == 1; }, 20s))
+      << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 2; }, 20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return api.gets() >= 1; }, 20s));  // it tried
+  EXPECT_EQ(owners(api.slices()), std::vector<std::string>{""});
+
+  api.set_fault(FakeApiServer::Fault::None);
+  const std::vector<std::string> owned{"Node/" + api.node_uid()};
+  EXPECT_TRUE(api.wait_slices([&](const auto& slices) { return owners(slices) == owned; }, 20s))
+      << owners(api.slices())[0] << "\n" << diagnostics(*plugin);
+  EXPECT_EQ(published(api).size(), 2u);
+  EXPECT_TRUE(api.slice_rejections().empty());
+}
+
+// A 1.32 cluster serves resource.k8s.io v1beta1 only: each claim is read with one GET in v1beta1,
+// the version discovery found for the slices too. (Before: v1, then v1beta2, then v1beta1, for
+// every claim.)
+TEST_F(DraE2E, ClaimsAreReadInTheVersionDiscoveryFound) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  api.serve_resource_versions({"v1beta1"});
+  auto plugin = start(dra_options(api, "0,1"));
+  sim::DraKubeletSim kubelet(work.path(), 32);
+  auto registered = kubelet.wait_for_plugin(20s);
+  ASSERT_TRUE(registered) << registered.error().message << "\n" << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 2; }, 20s)) << diagnostics(*plugin);
+  const auto names = published(api);
+  const std::vector<std::string> devices(names.begin(), names.end());
+  for (int i = 0; i < 2; ++i) {
+    auto c = claim("uid-" + std::to_string(i), devices[i]);
+    c["apiVersion"] = "resource.k8s.io/v1beta1";
+    c["metadata"]["name"] = "train-" + std::to_string(i);
+    api.put_resource_claim(c);
+  }
+  auto prepared = kubelet.prepare(kDriver, {{"team-a", "train-0", "uid-0"}, {"team-a", "train-1", "uid-1"}});
+  ASSERT_TRUE(prepared) << prepared.error().message;
+  EXPECT_EQ(prepared->at("uid-0").error, "") << diagnostics(*plugin);
+  EXPECT_EQ(prepared->at("uid-1").error, "") << diagnostics(*plugin);
+  EXPECT_EQ(api.claim_reads(), (std::vector<std::string>{"v1beta1", "v1beta1"}));
+  EXPECT_EQ(api.slice_counts().discoveries, 1);
+}
+
+// ---- DRA mode's lifecycle (issue 32) ----
+
+// The names of the process's threads (/proc/PID/task/*/comm), with their counts.
+std::map<std::string, int> thread_names(pid_t pid) {
+  std::map<std::string, int> out;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name)) ++out[name];
+  }
+  return out;
+}
+
+// Both APIs on, slices published and watched, a claim prepared and unprepared: once idle, DRA keeps
+// one thread (the slice watch, blocked in its read). The slice writer and the claim worker exist
+// only while they have work. (Before: both stayed, and the idle daemon had 8 threads.)
+TEST_F(DraE2E, OnceIdleDraKeepsOnlyTheSliceWatchThread) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  auto plugin = start(dra_options(api, "0,1,2,3"));
+  ASSERT_TRUE(wait_healthy(kGpu, 4)) << diagnostics(*plugin);
+  sim::DraKubeletSim kubelet(work.path(), 34);
+  ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 4; }, 20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(api.wait_slice_counts([](const auto& c) { return c.watches >= 1; }, 20s)) << diagnostics(*plugin);
+  api.put_resource_claim(claim("uid-1", *published(api).begin()));
+  auto prepared = kubelet.prepare(kDriver, {{"team-a", "train", "uid-1"}});
+  ASSERT_TRUE(prepared) << prepared.error().message;
+  ASSERT_EQ(prepared->at("uid-1").error, "") << diagnostics(*plugin);
+  auto unprepared = kubelet.unprepare(kDriver, {{"team-a", "train", "uid-1"}});
+  ASSERT_TRUE(unprepared);
+
+  auto idle = [&] {
+    auto names = thread_names(plugin->pid());
+    return names["kgpu-dra"] == 0 && names["kgpu-dra-slices"] == 0 && names["kgpu-dra-watch"] == 1;
+  };
+  EXPECT_TRUE(eventually(idle, 20s)) << [&] {
+    std::string list;
+    for (const auto& [name, n] : thread_names(plugin->pid())) list += name + " x" + std::to_string(n) + ", ";
+    return list;
+  }() << "\n" << diagnostics(*plugin);
+  // A change still reaches the API server: the slice writer starts again for it.
+  const int writes = api.slice_counts().writes();
+  api.remove_slice(api.slices().begin()->first);
+  EXPECT_TRUE(api.wait_slice_counts([&](const auto& c) { return c.writes() > writes; }, 20s)) << diagnostics(*plugin);
+  EXPECT_TRUE(eventually([&] { return published(api).size() == 4; }, 20s)) << diagnostics(*plugin);
+  plugin->signal(SIGTERM);
+  EXPECT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);
+}
+
+// SIGTERM while the API server holds a claim read of a prepare in flight, or a slice write: kgpu
+// abandons the request and exits cleanly at once.
+TEST_F(DraE2E, SigtermAbandonsAClaimReadOrASliceWriteTheApiServerHolds) {
+  fs::create_directories(cdi_dir);
+  for (bool claim_read : {true, false}) {
+    SCOPED_TRACE(claim_read ? "claim read held" : "slice write held");
+    FakeApiServer api("node-1", {});
+    auto plugin = start(dra_options(api, "0,1"));
+    sim::DraKubeletSim kubelet(work.path(), 34);
+    ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
+    ASSERT_TRUE(eventually([&] { return published(api).size() == 2; }, 20s)) << diagnostics(*plugin);
+    std::thread caller;
+    if (claim_read) {
+      api.put_resource_claim(claim("uid-1", *published(api).begin()));
+      api.stall_claim_reads(true);
+      caller = std::thread([&] { (void)kubelet.prepare(kDriver, {{"team-a", "train", "uid-1"}}, 30s); });
+      EXPECT_TRUE(api.wait_claim_reads(1, 20s)) << diagnostics(*plugin);
+    } else {
+      api.stall_slice_writes(true);
+      const int writes = api.slice_counts().writes();
+      api.remove_slice(api.slices().begin()->first);  // the watch sees it; the re-create is held
+      EXPECT_TRUE(api.wait_slice_writes(writes + 1, 20s)) << diagnostics(*plugin);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    plugin->signal(SIGTERM);
+    EXPECT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << diagnostics(*plugin);
+    api.stall_claim_reads(false);
+    api.stall_slice_writes(false);
+    if (caller.joinable()) caller.join();
+    EXPECT_FALSE(fs::exists(work.path() + "/plugins_registry/" + kDriver + "-reg.sock"));
+  }
 }
 
 // `kgpu kubelet-sim --dra` does the same from the command line, for a claim given as a file.

@@ -14,7 +14,10 @@
 // gets 422 and is counted, so tests fail on it. fail_slice_writes() / fail_slice_lists() make the
 // next requests answer a given status (409 once, 500...). ResourceClaims: served at every served
 // version's path, each GET's version recorded (claim_reads()), stallable. The Node has a fixed
-// metadata.uid (node_uid()), which the DRA driver puts in its slices' owner reference.
+// metadata.uid (node_uid()), which the DRA driver puts in its slices' owner reference. The Node's
+// status subresource takes a JSON Patch (application/json-patch+json only, else 415) of
+// /status/capacity/<name> entries (add, replace, remove; 422 when it does not apply, as for a
+// remove of a missing key); every patch is recorded (node_patches()), the result is node_capacity().
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -119,6 +122,23 @@ class FakeApiServer {
         return true;
       });
     });
+    server_.Patch("/api/v1/nodes/" + node_ + "/status", [this](const httplib::Request& req, httplib::Response& res) {
+      std::unique_lock lock(mu_);
+      ++requests_;
+      tokens_seen_.push_back(req.get_header_value("Authorization"));
+      node_patches_.push_back({req.get_header_value("Content-Type"), req.body});
+      cv_.notify_all();
+      if (refuse_token(req, res)) return;
+      switch (wait_out_stall(lock)) {
+        case Fault::Status500: return status(res, 500, "InternalError");
+        case Fault::Status401: return status(res, 401, "Unauthorized");
+        default: break;
+      }
+      if (req.get_header_value("Content-Type") != "application/json-patch+json")
+        return status(res, 415, "UnsupportedMediaType");
+      if (auto problem = apply_status_patch(req.body); !problem.empty()) return status(res, 422, problem);
+      res.set_content(node_json().dump(), "application/json");
+    });
     add_resource_slice_routes();
     server_.Get(R"(/apis/resource\.k8s\.io/([^/]+)/namespaces/([^/]+)/resourceclaims/([^/]+))",
                 [this](const httplib::Request& req, httplib::Response& res) {
@@ -140,7 +160,12 @@ class FakeApiServer {
       port_ = server_.bind_to_port("127.0.0.1", port) ? port : -1;
     }
     thread_ = std::thread([this] { server_.listen_after_bind(); });
-    // bind_to_any_port already listens: connections queue until the accept loop runs.
+    // bind_to_any_port already listens: connections queue until the accept loop runs. The loop
+    // must have started before stop() can end it (httplib's stop() before that is lost, and the
+    // destructor would wait for ever), so a server no test talked to is waited for here.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (port_ > 0 && !server_.is_running() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
   }
 
   ~FakeApiServer() {
@@ -316,6 +341,20 @@ class FakeApiServer {
     const std::string key = claim["metadata"]["namespace"].get<std::string>() + "/" +
                             claim["metadata"]["name"].get<std::string>();
     claims_[key] = std::move(claim);
+  }
+  // Node status patches (PATCH /api/v1/nodes/<name>/status), as received, whether applied or not.
+  struct NodePatch {
+    std::string content_type;
+    std::string body;
+  };
+  std::vector<NodePatch> node_patches() const {
+    std::lock_guard lock(mu_);
+    return node_patches_;
+  }
+  // The Node's status.capacity as the JSON Patches left it (only those keys; starts empty).
+  std::map<std::string, std::string> node_capacity() const {
+    std::lock_guard lock(mu_);
+    return capacity_;
   }
   // The version of every ResourceClaim GET so far, in order ("v1", "v1beta2", ...).
   std::vector<std::string> claim_reads() const {
@@ -836,11 +875,51 @@ class FakeApiServer {
     return i;
   }
   nlohmann::json node_json() const {
-    return {{"kind", "Node"},
-            {"apiVersion", "v1"},
-            {"metadata",
-             {{"name", node_}, {"uid", node_uid_}, {"resourceVersion", std::to_string(resource_version_)},
-              {"labels", labels_}}}};
+    nlohmann::json node = {{"kind", "Node"},
+                           {"apiVersion", "v1"},
+                           {"metadata",
+                            {{"name", node_}, {"uid", node_uid_}, {"resourceVersion", std::to_string(resource_version_)},
+                             {"labels", labels_}}}};
+    if (!capacity_.empty()) node["status"]["capacity"] = capacity_;
+    return node;
+  }
+  // A JSON Patch (RFC 6902) of the Node's status.capacity: add, replace and remove of
+  // /status/capacity/<token> (RFC 6901 escapes undone), applied all or nothing. The reason it is
+  // refused, empty when applied (the API server answers 422 for a patch that does not apply).
+  std::string apply_status_patch(const std::string& body) {
+    auto patch = nlohmann::json::parse(body, nullptr, false);
+    if (!patch.is_array()) return "the JSON Patch is not an array";
+    auto capacity = capacity_;
+    static const std::string kPrefix = "/status/capacity/";
+    for (const auto& op : patch) {
+      if (!op.is_object() || !op.contains("op") || !op["op"].is_string() || !op.contains("path") ||
+          !op["path"].is_string())
+        return "a JSON Patch operation needs string op and path";
+      const std::string path = op["path"];
+      if (path.rfind(kPrefix, 0) != 0) return "this fake patches /status/capacity/<name> only, not " + path;
+      std::string token = path.substr(kPrefix.size()), name;
+      for (size_t i = 0; i < token.size(); ++i) {
+        if (token[i] == '/') return "path " + path + " goes deeper than a capacity entry";
+        if (token[i] != '~') {
+          name += token[i];
+        } else if (i + 1 < token.size() && (token[i + 1] == '0' || token[i + 1] == '1')) {
+          name += token[++i] == '0' ? '~' : '/';
+        } else {
+          return "path " + path + " holds a '~' that is neither ~0 nor ~1";
+        }
+      }
+      if (op["op"] == "add" || op["op"] == "replace") {
+        if (!op.contains("value") || !op["value"].is_string()) return "a capacity value must be a quantity string";
+        if (op["op"] == "replace" && !capacity.contains(name)) return "replace of a missing key " + path;
+        capacity[name] = op["value"];
+      } else if (op["op"] == "remove") {
+        if (capacity.erase(name) == 0) return "unable to remove nonexistent key: " + path;
+      } else {
+        return "op " + op["op"].dump() + " is not supported by this fake";
+      }
+    }
+    capacity_ = std::move(capacity);
+    return "";
   }
 
   std::string node_;
@@ -858,6 +937,8 @@ class FakeApiServer {
   std::map<std::string, StoredSlice> slices_;
   std::map<std::string, nlohmann::json> claims_;  // by namespace/name
   std::vector<std::string> claim_reads_;          // the version of each claim GET
+  std::vector<NodePatch> node_patches_;
+  std::map<std::string, std::string> capacity_;  // the Node's status.capacity
   bool stall_claim_reads_ = false;
   size_t slice_rv_ = 1000;
   struct SliceEvent {

@@ -9,14 +9,18 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "dra/v1/dra.grpc.pb.h"
 #include "dra/v1beta1/dra.grpc.pb.h"
 #include "pluginregistration/v1/registration.grpc.pb.h"
 #include "rpc/server.h"
 #include "sim/dra_kubelet_sim.h"
+#include "support/eventually.h"
 
 namespace kgpu::dra {
 namespace {
@@ -35,8 +39,11 @@ class KubeletPluginTest : public ::testing::Test {
     transport_ = std::move(*transport);
     ClaimHandler handler;
     handler.prepare = [this](const ClaimRef& c) -> Result<std::vector<PreparedDevice>> {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       prepared_.push_back(c);
+      ++in_prepare_;
+      gate_.notify_all();
+      gate_.wait_for(lock, std::chrono::seconds(10), [&] { return !hold_; });  // while a test holds calls
       if (c.name == "broken") return Error::not_found("ResourceClaim default/broken has no allocation");
       PreparedDevice first{{"gpu"}, "node-1", "gpu-0", {"k8s.gpu.nvidia.com/claim=" + c.uid + "-gpu-0"}, {}, false};
       PreparedDevice second{{}, "node-1", "gpu-1", {}, std::string("share-1"), false};
@@ -71,9 +78,66 @@ class KubeletPluginTest : public ::testing::Test {
   std::shared_ptr<rpc::Server> transport_;
   std::unique_ptr<KubeletPlugin> plugin_;
   std::mutex mu_;
+  std::condition_variable gate_;
+  bool hold_ = false;   // prepare calls wait in the handler while set
+  int in_prepare_ = 0;  // prepare calls that reached the handler
   std::vector<ClaimRef> prepared_, unprepared_;
   std::atomic<int> registrations_{0};
 };
+
+// Threads of this process with this name (/proc/self/task/*/comm).
+int threads_named(const std::string& name) {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++n;
+  }
+  return n;
+}
+
+// Prepare and unprepare run on a worker thread that exists only while a call is queued or running
+// (issue 32: an idle daemon keeps no thread for them); calls are still answered one after another.
+TEST_F(KubeletPluginTest, AWorkerThreadRunsOnlyWhileACallIsAnswered) {
+  EXPECT_EQ(threads_named("kgpu-dra"), 0);  // serving, no call yet: no worker
+  {
+    std::lock_guard lock(mu_);
+    hold_ = true;
+  }
+  auto stub = v1::DRAPlugin::NewStub(channel(plugin_->dra_socket()));
+  grpc::Status first_status;
+  v1::NodePrepareResourcesResponse first;
+  std::thread call([&] {
+    v1::NodePrepareResourcesRequest req;
+    add_claim(req, "uid-1", "train");
+    grpc::ClientContext ctx;
+    first_status = stub->NodePrepareResources(&ctx, req, &first);
+  });
+  {
+    std::unique_lock lock(mu_);
+    ASSERT_TRUE(gate_.wait_for(lock, std::chrono::seconds(10), [&] { return in_prepare_ == 1; }));
+  }
+  EXPECT_EQ(threads_named("kgpu-dra"), 1);  // the call in the handler runs on the worker
+  {
+    std::lock_guard lock(mu_);
+    hold_ = false;
+  }
+  gate_.notify_all();
+  call.join();
+  ASSERT_TRUE(first_status.ok()) << first_status.error_message();
+  EXPECT_EQ(first.claims().at("uid-1").devices_size(), 2);
+  EXPECT_TRUE(test::eventually([] { return threads_named("kgpu-dra") == 0; }, std::chrono::seconds(10)));
+
+  // The next call starts a worker again.
+  v1::NodeUnprepareResourcesRequest ureq;
+  add_claim(ureq, "uid-1", "train");
+  grpc::ClientContext uctx;
+  v1::NodeUnprepareResourcesResponse uresp;
+  ASSERT_TRUE(stub->NodeUnprepareResources(&uctx, ureq, &uresp).ok());
+  EXPECT_TRUE(uresp.claims().at("uid-1").error().empty());
+  std::lock_guard lock(mu_);
+  ASSERT_EQ(unprepared_.size(), 1u);
+}
 
 TEST_F(KubeletPluginTest, SocketsAreWhereTheKubeletLooksWithModeSixHundred) {
   EXPECT_EQ(plugin_->registration_socket(), root_ + "/plugins_registry/gpu.nvidia.com-reg.sock");

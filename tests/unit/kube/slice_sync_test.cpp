@@ -301,6 +301,110 @@ TEST(SliceSync, StopIsImmediateDuringABackoff) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
 }
 
+// ---- The Node as owner (issue 26, item 5) ----
+
+SliceOptions options_without_uid() {
+  SliceOptions o = options();
+  o.node_uid.clear();  // the publisher reads the Node's
+  return o;
+}
+
+// "<kind>/<uid>" of the owner of every slice, by name ("" for a slice without an owner).
+std::vector<std::string> owner_uids(const std::map<std::string, json>& slices) {
+  std::vector<std::string> out;
+  for (const auto& [name, slice] : slices) {
+    const auto& refs = slice["metadata"].value("ownerReferences", json::array());
+    out.push_back(refs.empty() ? "" : refs[0].value("kind", "") + "/" + refs[0].value("uid", ""));
+  }
+  return out;
+}
+
+// The API server answers the Node's GET at once: the first writes already name the Node as owner
+// (no ownerless create followed by an update).
+TEST(SliceOwner, TheNodesUidIsReadBeforeTheFirstWrite) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher publisher(server_of(api), options_without_uid());
+  publisher.set_timing(fast_timing());
+  publisher.start();
+  publisher.publish(pools_of(testing::a100_node(20, 20)));  // two slices
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  EXPECT_EQ(owner_uids(api.slices()), (std::vector<std::string>{"Node/" + api.node_uid(), "Node/" + api.node_uid()}));
+  EXPECT_EQ(api.slice_counts().creates, 2);
+  EXPECT_EQ(api.slice_counts().updates, 0);
+  EXPECT_EQ(api.slice_counts().rejected, 0);
+  EXPECT_EQ(publisher.state().node_uid, api.node_uid());
+}
+
+// The Node's GET fails when the publisher starts (an API server still starting, a proxy's 500): the
+// slices are published without an owner rather than not at all, the read is retried, and once it
+// succeeds every slice is rewritten with the Node as owner. (Before: read once at start-up; the
+// slices stayed ownerless for good.)
+TEST(SliceOwner, AnUnreadableNodeIsReadAgainUntilItsUidIsKnown_ThenEverySliceGetsTheOwner) {
+  test::FakeApiServer api("node-1", {});
+  api.set_fault(test::FakeApiServer::Fault::Status500);  // the Node's GET and watch only; slices are served
+  SlicePublisher publisher(server_of(api), options_without_uid());
+  publisher.set_timing(fast_timing());
+  publisher.start();
+  publisher.publish(pools_of(testing::a100_node(20, 20)));
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  EXPECT_EQ(owner_uids(api.slices()), (std::vector<std::string>{"", ""}));
+  // Still retrying with backoff: more than one read of the Node fails.
+  const int gets = api.gets();
+  ASSERT_TRUE(test::eventually([&] { return api.gets() > gets + 1; }, 10s)) << api.gets();
+  EXPECT_EQ(owner_uids(api.slices()), (std::vector<std::string>{"", ""}));
+
+  api.set_fault(test::FakeApiServer::Fault::None);
+  const std::vector<std::string> owned{"Node/" + api.node_uid(), "Node/" + api.node_uid()};
+  ASSERT_TRUE(api.wait_slices([&](const auto& slices) { return owner_uids(slices) == owned; }, 10s))
+      << owner_uids(api.slices())[0] << " " << publisher.state().problem;
+  EXPECT_EQ(api.slice_counts().rejected, 0);
+  // Once known, the uid is not read again, and the rewrite is one generation for the whole pool.
+  ASSERT_TRUE(test::eventually([&] { return !publisher.state().worker; }, 10s));
+  const int settled = api.gets();
+  publisher.publish(pools_of(testing::a100_node(20, 19)));
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  EXPECT_EQ(api.gets(), settled);
+  EXPECT_EQ(owner_uids(api.slices()), owned);
+  EXPECT_EQ(publisher.state().node_uid, api.node_uid());
+}
+
+// ---- The worker runs only while there is work (issue 32) ----
+
+TEST(SliceWorker, EndsOnceInSyncAndAPublishStartsAnother) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher publisher(server_of(api), options());
+  publisher.set_timing(fast_timing());
+  publisher.start();
+  EXPECT_FALSE(publisher.state().worker);  // nothing published: no thread
+  auto inv = testing::a100_node(2, 0);
+  publisher.publish(pools_of(inv));
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  ASSERT_TRUE(test::eventually([&] { return !publisher.state().worker; }, 10s));
+  inv.gpus[1].health = {false, "XID 79"};
+  const auto pools = pools_of(inv);
+  publisher.publish(pools);
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  EXPECT_EQ(written(api, kSlice0), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
+  publisher.resync();  // the kubelet re-registered: read again, nothing to write
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  ASSERT_TRUE(test::eventually([&] { return !publisher.state().worker; }, 10s));
+  EXPECT_EQ(api.slice_counts().writes(), 2);
+}
+
+// A failing API server keeps the worker (it sleeps out its backoff) until the write goes through.
+TEST(SliceWorker, StaysThroughABackoffUntilTheWriteGoesThrough) {
+  test::FakeApiServer api("node-1", {});
+  api.fail_slice_writes(500, 3);
+  SlicePublisher publisher(server_of(api), options(), SliceApi::V1);
+  publisher.set_timing(fast_timing());
+  publisher.start();
+  publisher.publish(pools_of(testing::a100_node(1, 0)));
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  EXPECT_EQ(api.slice_counts().creates, 4);
+  EXPECT_TRUE(publisher.state().problem.empty());
+  ASSERT_TRUE(test::eventually([&] { return !publisher.state().worker; }, 10s));
+}
+
 SlicePublisher::Timing fast_watch_timing() {
   SlicePublisher::Timing t = fast_timing();
   t.watch.first_backoff = 10ms;
