@@ -276,7 +276,9 @@ void Server::Impl::serve_events(const epoll_event* events, int n) {
       try {
         alive = !(what & (EPOLLIN | EPOLLHUP | EPOLLERR)) || conn->on_readable();
       } catch (const std::exception& e) {
-        spdlog::error("gRPC server: closing a connection after a failure: {}", e.what());
+        spdlog::error("gRPC server: closing a connection after a failure while reading it: {}", e.what());
+      } catch (...) {
+        spdlog::error("gRPC server: closing a connection after a failure while reading it");
       }
       if (alive) dirty.insert(id);
       else close_connection(id);
@@ -292,6 +294,8 @@ void Server::Impl::run_tasks() {
         task(*this);
       } catch (const std::exception& e) {
         spdlog::error("gRPC server: a reply failed: {}", e.what());
+      } catch (...) {
+        spdlog::error("gRPC server: a reply failed");
       }
     }
 }
@@ -344,7 +348,9 @@ void Server::Impl::flush_dirty() {
     try {
       alive = it->second.connection->flush();
     } catch (const std::exception& e) {
-      spdlog::error("gRPC server: closing a connection after a failure: {}", e.what());
+      spdlog::error("gRPC server: closing a connection after a failure while writing it: {}", e.what());
+    } catch (...) {
+      spdlog::error("gRPC server: closing a connection after a failure while writing it");
     }
     if (!alive) {
       close_connection(id);
