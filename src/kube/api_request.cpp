@@ -139,6 +139,22 @@ Result<ApiAnswer> ApiClient::request(ApiMethod method, const std::string& path, 
   return ApiAnswer{response->status, std::move(response->body)};
 }
 
+Result<ApiAnswer> ApiClient::patch(const std::string& path, const std::string& body, const std::string& content_type,
+                                   std::chrono::milliseconds deadline, size_t max_body) const {
+  http::Request r;
+  r.method = "PATCH";
+  r.target = path;
+  r.headers = {{"Accept", "application/json"}, {"Content-Type", content_type}};
+  r.body = body;
+  r.max_body = max_body;
+  r.ca_file = server_.ca_file;
+  r.bearer_token = bearer_token();
+  auto response = send(std::move(r), Route{url_, server_.base_url, interrupter_, interrupter_.canceller()}, deadline,
+                       std::nullopt);
+  if (!response) return response.error();
+  return ApiAnswer{response->status, std::move(response->body)};
+}
+
 Result<ApiAnswer> ApiClient::stream_lines(const std::string& path, std::chrono::milliseconds deadline,
                                           size_t max_line,
                                           const std::function<bool(std::string_view)>& on_line) const {

@@ -80,6 +80,11 @@ class ApiClient {
     return request(ApiMethod::Delete, path, body, deadline, max_body);
   }
 
+  // PATCH `path` with `body` sent as `content_type` (application/json-patch+json,
+  // application/merge-patch+json, ...), under the same rules as request().
+  Result<ApiAnswer> patch(const std::string& path, const std::string& body, const std::string& content_type,
+                          std::chrono::milliseconds deadline, size_t max_body) const;
+
   // GET `path` as a stream of newline-delimited lines (a watch). A 2xx answer's lines go to
   // `on_line` (false: end the stream here); another status's body (at most 4 KiB) comes back in
   // the answer. Ends without error when the server ends the stream or `on_line` says so; a line

@@ -61,7 +61,8 @@ std::vector<std::string> listed_subcommands(const std::string& help) {
 const std::vector<std::string>& commands() {
   static const std::vector<std::string> all = {
       "",       "plugin",     "devices", "probe",          "labels",      "cdi",  "cdi generate", "config",
-      "config validate", "mps-daemon", "kubelet-sim", "demo", "version"};
+      "config validate", "mps-daemon", "kubelet-sim", "demo", "version", "node-capacity", "node-capacity set",
+      "node-capacity remove"};
   return all;
 }
 
@@ -88,7 +89,7 @@ TEST_F(CliHelpE2E, EverySubcommandsHelpMatchesItsGoldenFile) {
 // A new subcommand cannot go without a golden file: every command the help lists is checked above.
 TEST_F(CliHelpE2E, TheGoldenListCoversEveryListedSubcommand) {
   const std::set<std::string> known(commands().begin(), commands().end());
-  for (const std::string group : {"", "cdi", "config"}) {
+  for (const std::string group : {"", "cdi", "config", "node-capacity"}) {
     auto args = group.empty() ? std::vector<std::string>{"--help"} : std::vector<std::string>{group, "--help"};
     auto run = kgpu(args, "list");
     ASSERT_EQ(run.rc, 0) << run.err;
