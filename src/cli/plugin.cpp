@@ -56,6 +56,7 @@ void log_effective_config(const kgpu::LoadedConfig& loaded, const char* when) {
     ++shown;
   }
   if (shown == 0) spdlog::info("config ({}): every setting at its default", when);
+  for (const auto& note : kgpu::describe_compatibility_only(loaded)) spdlog::warn("config ({}): {}", when, note);
 }
 
 int run_plugin(const PluginArgs& args) {

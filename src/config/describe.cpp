@@ -2,6 +2,7 @@
 // operator can see at a glance that a Helm env var overrides the ConfigMap.
 #include <sstream>
 
+#include "config/accepted_keys.h"
 #include "config/loader.h"
 #include "config/settings.h"
 
@@ -62,6 +63,24 @@ std::string describe_effective_config(const LoadedConfig& loaded) {
         << (origin == loaded.origins.end() ? "default" : origin->second) << ")\n";
   }
   return out.str();
+}
+
+std::vector<std::string> describe_compatibility_only(const LoadedConfig& loaded) {
+  std::vector<std::string> out;
+  static const Config* const defaults = new Config();  // what an unset setting shows
+  for (const auto& accepted : accepted_keys()) {
+    if (accepted.effect != KeyEffect::CompatibilityOnly) continue;
+    const auto origin = loaded.origins.find(std::string(accepted.key));
+    if (origin == loaded.origins.end() || origin->second == "default") continue;
+    for (const auto& s : config_detail::settings()) {
+      if (s.key != accepted.key) continue;
+      const std::string value = s.show(loaded.config);
+      if (value == s.show(*defaults)) break;
+      out.push_back(std::string(accepted.key) + " = " + value + " (" + origin->second +
+                    ") has no effect in kgpu: " + std::string(accepted.what));
+    }
+  }
+  return out;
 }
 
 }  // namespace kgpu

@@ -170,6 +170,22 @@ TEST_F(SwitchingE2E, StartupLogsEveryNonDefaultSettingWithItsOrigin) {
   EXPECT_EQ(log.find("config (start): flags.plugin.passDeviceSpecs"), std::string::npos) << log;
 }
 
+// ---- item 11: compatibility-only settings say at start that they have no effect ----
+
+TEST_F(SwitchingE2E, CompatibilityOnlySettingsAreLoggedAsHavingNoEffect) {
+  const std::string config = work.write("compat.yaml", "version: v1\nflags:\n  deviceDiscoveryStrategy: tegra\n");
+  PluginOptions options;
+  options.config_file = config;
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);  // accepted: NVIDIA's file loads unchanged
+  const std::string log = plugin->stderr_text();
+  EXPECT_NE(log.find("config (start): flags.deviceDiscoveryStrategy = tegra (file) has no effect in kgpu: kgpu "
+                     "always discovers through NVML and sysfs"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("flags.useNodeFeatureAPI"), std::string::npos) << log;  // at its default: not named
+}
+
 // ---- item 7: KGPU_GPU_TELEMETRY is a setting like the others ----
 
 TEST_F(SwitchingE2E, GpuTelemetrySwitchIsValidatedAndShown) {

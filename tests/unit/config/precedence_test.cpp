@@ -266,5 +266,33 @@ TEST(Describe, PrintsEveryValueWithItsOrigin) {
                              "[{name: nvidia.com/gpu, replicas: 4, devices: all}]}  (file)"));
 }
 
+// Issue 30, item 11: compatibility-only settings given something other than their default are
+// named at start with their origin and that they have no effect; defaults and other keys are not.
+TEST(Describe, CompatibilityOnlySettingsSayTheyHaveNoEffect) {
+  auto quiet = load_config(with_file("nvidia-time-slicing.yaml"), {}, false);
+  ASSERT_TRUE(quiet.ok()) << quiet.error().message;
+  EXPECT_TRUE(describe_compatibility_only(*quiet).empty());
+
+  ConfigFlags flags = with_file("nvidia-time-slicing.yaml");
+  flags.set("flags.deviceDiscoveryStrategy", "--device-discovery-strategy", "tegra");
+  auto loaded = load_config(flags, Env{{"GFD_USE_NODE_FEATURE_API", "true"}}, false);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  auto notes = describe_compatibility_only(*loaded);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_TRUE(notes[0].starts_with("flags.deviceDiscoveryStrategy = tegra (flag --device-discovery-strategy) has no "
+                                   "effect in kgpu: kgpu always discovers through NVML and sysfs"))
+      << notes[0];
+  EXPECT_TRUE(notes[1].starts_with("flags.useNodeFeatureAPI = true (env GFD_USE_NODE_FEATURE_API) has no effect in kgpu"))
+      << notes[1];
+
+  // The same value as the default (an NVIDIA file spelling out "auto") is not worth a warning.
+  ConfigFlags same = with_file("nvidia-time-slicing.yaml");
+  same.set("flags.deviceDiscoveryStrategy", "--device-discovery-strategy", "auto");
+  auto unchanged = load_config(same, {}, false);
+  ASSERT_TRUE(unchanged.ok()) << unchanged.error().message;
+  EXPECT_EQ(unchanged->origins.at("flags.deviceDiscoveryStrategy"), "flag --device-discovery-strategy");
+  EXPECT_TRUE(describe_compatibility_only(*unchanged).empty());
+}
+
 }  // namespace
 }  // namespace kgpu
