@@ -1,5 +1,6 @@
-// `kgpu config validate FILE [--strict]`: every problem in a config file at once, located by line
-// and column; exit status 1 when there is any error (warnings alone exit 0).
+// `kgpu config validate FILE [--strict] [--mps-root PATH]`: every problem in a config file at once,
+// located by line and column; exit status 1 when there is any error (warnings alone exit 0). An
+// error here is exactly what makes `kgpu plugin` refuse the file.
 #include <iostream>
 #include <memory>
 
@@ -11,6 +12,7 @@ namespace {
 struct ValidateOptions {
   std::string file;
   bool strict = false;
+  std::string mps_root;
 };
 
 void setup_config(CLI::App& root) {
@@ -20,8 +22,11 @@ void setup_config(CLI::App& root) {
   auto* validate = config->add_subcommand("validate", "Check a config file and report every problem");
   validate->add_option("file", options->file, "config file (YAML or JSON)")->required();
   validate->add_flag("--strict", options->strict, "treat unknown keys as errors");
+  validate->add_option("--mps-root", options->mps_root,
+                       "the MPS root the daemon gets from its environment or flags (the chart sets MPS_ROOT): "
+                       "sharing.mps without one is an error, as for kgpu plugin");
   validate->callback([options] {
-    const kgpu::LoadedConfig loaded = kgpu::validate_config_file(options->file, options->strict);
+    const kgpu::LoadedConfig loaded = kgpu::validate_config_file(options->file, options->strict, options->mps_root);
     std::cout << kgpu::format_diagnostics(loaded.diagnostics);
     const bool failed = kgpu::has_errors(loaded.diagnostics);
     if (!failed) std::cout << options->file << ": ok\n";

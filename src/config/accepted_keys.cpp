@@ -22,7 +22,7 @@ const std::vector<AcceptedKey>& accepted_keys() {
       // --- flags ---
       {"flags.migStrategy", E::Plan, "which MIG devices become which resources"},
       {"flags.failOnInitError", E::Daemon, "exit, or keep running without devices, when discovery fails"},
-      {"flags.mpsRoot", E::Plan, "MPS sharing needs it; Allocate mounts the pipe and shm from it"},
+      {"flags.mpsRoot", E::Edits, "Allocate mounts the MPS pipe and shm from it; sharing.mps without it is an error"},
       {"flags.nvidiaDriverRoot", E::Edits, "host paths of device specs; driver files in CDI specs"},
       {"flags.nvidiaDevRoot", E::Edits, "host paths of device specs and device-group nodes"},
       {"flags.deviceDiscoveryStrategy", E::CompatibilityOnly,

@@ -115,8 +115,10 @@ void check_effective_config(const CheckInput& in, std::vector<Diagnostic>& out) 
 
   if (c.mps) {
     if (c.mps_root.empty()) {
-      r.report(in.file_only ? Diagnostic::Severity::Warning : Diagnostic::Severity::Error, "sharing.mps",
-               "sharing.mps requires an MPS root: set flags.mpsRoot, MPS_ROOT or --mps-root");
+      // An error for `config validate` too: it must say what `kgpu plugin` will do with the file,
+      // which is refuse to start. A root the deployment gives (the chart's MPS_ROOT) is passed to
+      // validate as --mps-root.
+      r.error("sharing.mps", "sharing.mps requires an MPS root: set flags.mpsRoot, MPS_ROOT or --mps-root");
     }
     // MPS cannot share MIG devices. Under `mixed` that concerns only the MIG resources, so only
     // those entries are errors; MPS on the full-GPU resource stays valid.

@@ -16,9 +16,6 @@ struct CheckInput {
   const std::map<std::string, std::string>& origins;  // key -> "file" | "env X" | "flag --x" | "default"
   const std::map<std::string, Position>& positions;   // file positions of keys set in the file
   std::string file;
-  // `kgpu config validate FILE`: env and flags of the eventual daemon are unknown, so problems
-  // they could fix (a missing MPS root) are warnings.
-  bool file_only = false;
 };
 
 void check_effective_config(const CheckInput& input, std::vector<Diagnostic>& out);

@@ -159,7 +159,7 @@ Result<LoadedConfig> load_config(const ConfigFlags& flags, const std::map<std::s
   out.config.config_file = path;
   out.origins["configFile"] = path_origin;
 
-  config_detail::check_effective_config({out.config, out.origins, positions, path, false}, out.diagnostics);
+  config_detail::check_effective_config({out.config, out.origins, positions, path}, out.diagnostics);
 
   if (has_errors(out.diagnostics)) {
     // Warnings too, as `config validate` prints them: a did-you-mean for a misspelled key is often
@@ -171,18 +171,22 @@ Result<LoadedConfig> load_config(const ConfigFlags& flags, const std::map<std::s
   return out;
 }
 
-LoadedConfig parse_config_text(const std::string& text, const std::string& name, bool strict) {
+LoadedConfig parse_config_text(const std::string& text, const std::string& name, bool strict,
+                               const std::string& mps_root) {
   LoadedConfig out;
   default_origins(out);
   FileParse parsed = parse_into(text, name, strict, out);
   out.diagnostics = std::move(parsed.diagnostics);
   out.config.config_file = name;
-  config_detail::check_effective_config({out.config, out.origins, parsed.positions, name, true},
-                                        out.diagnostics);
+  if (!mps_root.empty()) {
+    out.config.mps_root = mps_root;
+    out.origins["flags.mpsRoot"] = "flag --mps-root";
+  }
+  config_detail::check_effective_config({out.config, out.origins, parsed.positions, name}, out.diagnostics);
   return out;
 }
 
-LoadedConfig validate_config_file(const std::string& path, bool strict) {
+LoadedConfig validate_config_file(const std::string& path, bool strict, const std::string& mps_root) {
   auto text = read_file(path);
   if (!text) {
     LoadedConfig out;
@@ -190,7 +194,7 @@ LoadedConfig validate_config_file(const std::string& path, bool strict) {
     out.diagnostics.push_back({Diagnostic::Severity::Error, path, 0, 0, text.error().message});
     return out;
   }
-  return parse_config_text(*text, path, strict);
+  return parse_config_text(*text, path, strict, mps_root);
 }
 
 std::map<std::string, std::string> process_environment() {

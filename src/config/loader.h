@@ -67,12 +67,15 @@ bool flag_in_scope(const std::string& key, FlagScope scope);
 Result<LoadedConfig> load_config(const ConfigFlags& flags,
                                  const std::map<std::string, std::string>& environment, bool strict);
 
-// Validates one file on its own (no env, no flags): `kgpu config validate`. Returns every
-// diagnostic (warnings and errors); the Config is meaningful only when there are no errors.
-LoadedConfig validate_config_file(const std::string& path, bool strict);
+// Validates one file the way `kgpu plugin` would load it with no env and no flags but `mps_root`
+// (--mps-root; empty: none): `kgpu config validate`. Same checks, same severities as the daemon,
+// so a file it passes starts the daemon. Returns every diagnostic (warnings and errors); the
+// Config is meaningful only when there are no errors.
+LoadedConfig validate_config_file(const std::string& path, bool strict, const std::string& mps_root = {});
 
 // Like validate_config_file, for text already in memory; `name` is used in diagnostics.
-LoadedConfig parse_config_text(const std::string& text, const std::string& name, bool strict);
+LoadedConfig parse_config_text(const std::string& text, const std::string& name, bool strict,
+                               const std::string& mps_root = {});
 
 // The current process environment as a map (environ).
 std::map<std::string, std::string> process_environment();

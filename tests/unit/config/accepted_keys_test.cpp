@@ -114,7 +114,8 @@ std::string mps(const std::string& block_extra, const std::string& entry_extra) 
 const std::map<std::string, Change>& changes() {
   static const std::map<std::string, Change> all = {
       {"flags.migStrategy", {"", "flags: {migStrategy: mixed}\n"}},
-      {"flags.mpsRoot", {"sharing: {mps: {resources: [{name: gpu, replicas: 2}]}}\n", mps("", "")}},
+      // sharing.mps without a root is an error (issue 30, item 11): the change is where it is.
+      {"flags.mpsRoot", {mps("", ""), "flags: {mpsRoot: /var/lib/kgpu-mps}\n" + mps("", "").substr(kMpsRoot.size())}},
       {"flags.nvidiaDriverRoot",
        {"flags: {plugin: {passDeviceSpecs: true}}\n", "flags: {nvidiaDriverRoot: /driver, plugin: {passDeviceSpecs: true}}\n"}},
       {"flags.nvidiaDevRoot",
@@ -257,7 +258,10 @@ std::vector<std::string> edits_of(const Config& c, const Inventory& inv) {
     auto e = allocate(c, inv, r, ids);
     if (!e) {
       out.push_back(r.name + ": " + e.error().message);
-      continue;
+      // Shared resources that refuse two replicas at once (MPS): the edits of one.
+      if (ids.size() < 2) continue;
+      e = allocate(c, inv, r, {ids.front()});
+      if (!e) continue;
     }
     std::string s = r.name + ":";
     for (const auto& [k, v] : e->envs) s += " env " + k + "=" + v;

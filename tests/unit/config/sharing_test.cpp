@@ -102,13 +102,21 @@ TEST(Sharing, RenameByDefaultNameMustStayValid) {
   EXPECT_NE(loaded.diagnostics[0].message.find("renameByDefault adds \".shared\""), std::string::npos);
 }
 
-TEST(Sharing, MpsWithoutRootIsAWarningForAFileAlone) {
-  // `kgpu config validate` cannot know the daemon's MPS_ROOT (Helm sets it), so only a warning.
-  auto loaded = parse("sharing:\n  mps:\n    resources:\n    - {name: gpu, replicas: 4}\n");
+// Issue 30, item 11: `kgpu config validate` and `kgpu plugin` agree. The daemon refuses to start
+// with sharing.mps and no MPS root, so validating the file alone is an error too; the root the
+// deployment will give (the chart's MPS_ROOT) is passed as validate's --mps-root.
+TEST(Sharing, MpsWithoutRootIsAnErrorAsForTheDaemon) {
+  const std::string text = "sharing:\n  mps:\n    resources:\n    - {name: gpu, replicas: 4}\n";
+  auto loaded = parse(text);
   EXPECT_EQ(only_message(loaded),
-            "c.yaml:2:3: warning: sharing.mps requires an MPS root: set flags.mpsRoot, MPS_ROOT or --mps-root");
+            "c.yaml:2:3: error: sharing.mps requires an MPS root: set flags.mpsRoot, MPS_ROOT or --mps-root");
   ASSERT_TRUE(loaded.config.mps.has_value());
   EXPECT_FALSE(loaded.config.mps->fail_requests_greater_than_one.has_value());
+
+  auto with_root = parse_config_text(text, "c.yaml", false, "/run/nvidia/mps");
+  EXPECT_TRUE(with_root.diagnostics.empty()) << format_diagnostics(with_root.diagnostics);
+  EXPECT_EQ(with_root.config.mps_root, "/run/nvidia/mps");
+  EXPECT_EQ(with_root.origins.at("flags.mpsRoot"), "flag --mps-root");
 }
 
 TEST(Sharing, MpsOnMigResourceUnderMixedIsAnErrorForThatResourceOnly) {
