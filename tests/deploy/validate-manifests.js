@@ -198,6 +198,22 @@ function deviceClaimRules(where, devices) {
   }
 }
 
+// A ValidatingAdmissionPolicyBinding does nothing unless its policy exists, and a policy does
+// nothing without a binding: each must have the other in the same file.
+function admissionRules(file, docs) {
+  const policies = new Set(docs.filter((d) => d.kind === 'ValidatingAdmissionPolicy').map((d) => d.metadata.name));
+  const bound = new Set();
+  for (const b of docs.filter((d) => d.kind === 'ValidatingAdmissionPolicyBinding')) {
+    const name = (b.spec || {}).policyName;
+    bound.add(name);
+    if (!policies.has(name)) report(`${path.basename(file)} ValidatingAdmissionPolicyBinding/${b.metadata.name}`, `policyName ${name} is not a policy of this file`);
+    if (!((b.spec || {}).validationActions || []).length) report(`${path.basename(file)} ValidatingAdmissionPolicyBinding/${b.metadata.name}`, 'no validationActions');
+  }
+  for (const name of policies) {
+    if (!bound.has(name)) report(`${path.basename(file)} ValidatingAdmissionPolicy/${name}`, 'no binding names it (it would never apply)');
+  }
+}
+
 async function main(files) {
   let count = 0;
   const seen = new Set();
@@ -209,6 +225,7 @@ async function main(files) {
       report(file, `cannot read: ${e.message}`);
       continue;
     }
+    const admission = [];
     for (const [i, d] of docs.entries()) {
       const where = `${path.basename(file)}#${i}`;
       if (d.errors.length) {
@@ -227,6 +244,7 @@ async function main(files) {
       seen.add(id);
       await schemaCheck(`${where} ${doc.kind}/${doc.metadata.name}`, doc);
       if (doc.kind === 'DaemonSet') daemonSetRules(`${where} DaemonSet/${doc.metadata.name}`, doc);
+      if (doc.kind === 'ValidatingAdmissionPolicy' || doc.kind === 'ValidatingAdmissionPolicyBinding') admission.push(doc);
       if (doc.apiVersion === 'resource.k8s.io/v1') {
         const spec = doc.spec || {};
         if (doc.kind === 'ResourceClaim') deviceClaimRules(`${where} ResourceClaim/${doc.metadata.name}`, spec.devices);
@@ -235,6 +253,7 @@ async function main(files) {
         }
       }
     }
+    admissionRules(file, admission);
   }
   if (count === 0) report('input', 'no Kubernetes objects found');
   for (const p of problems) console.error(p);

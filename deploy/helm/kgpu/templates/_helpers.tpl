@@ -169,6 +169,18 @@ capabilities:
 {{- join "," ($vendors | uniq) -}}
 {{- end -}}
 
+{{/* The driver names kgpu publishes ResourceSlices under, one per dra.vendors entry, as a comma
+     list: dra.driver for NVIDIA, AMD's and Intel's DRA driver names for AMD and Intel GPUs (the
+     daemon's defaults for kgpu.dra.amdDriver / kgpu.dra.intelDriver). */}}
+{{- define "kgpu.draDriverNames" -}}
+{{- $names := dict "nvidia" (include "kgpu.draDriver" .) "amd" "gpu.amd.com" "intel" "gpu.intel.com" -}}
+{{- $drivers := list -}}
+{{- range splitList "," (include "kgpu.draVendors" .) -}}
+{{- $drivers = append $drivers (get $names .) -}}
+{{- end -}}
+{{- join "," $drivers -}}
+{{- end -}}
+
 {{/* dra.gpus as the daemon's comma list (KGPU_DRA_GPUS); entries are GPU indexes or UUIDs. */}}
 {{- define "kgpu.draGpus" -}}
 {{- $entries := list -}}
