@@ -44,7 +44,8 @@
 //                               (b) a slice write hanging at the API server (someone deleted a slice; its
 //                               re-create is accepted and never answered); (c) a NodePrepareResources in
 //                               flight whose claim read hangs at the API server; (d) no API server
-//                               (nothing listens on its port; started with it missing).
+//                               (nothing listens on its port; started with it missing, the signal
+//                               sent once its first publication failed, as its log says).
 //   and idle threads, RSS and wake-ups as above on the last launch of (a), before its SIGTERM.
 //
 // How to run:
@@ -622,6 +623,8 @@ class Bench {
     kgpu::sim::DraKubeletSim kubelet(root, 34);
 
     const int watches_before = api.slice_counts().watches;
+    std::error_code ec;
+    const uintmax_t log_offset = fs::exists(log_) ? fs::file_size(log_, ec) : 0;
     const auto t0 = Clock::now();
     Child plugin(dra_argv(), env, log_);
     if (!plugin.started()) return fail("cannot start " + o_.binary);
@@ -629,6 +632,8 @@ class Bench {
     if (!registered) return fail("the DRA plugin did not register: " + registered.error().message);
     const auto dra_registered = Clock::now();
     if (state == DraState::NoApiServer) {
+      // Started through its first publication, which failed: the slice writer's warning is logged.
+      if (!wait_logged(log_offset, "DRA slices:", 30s)) return fail("no failed publication was logged");
       record_exit(dra_sigterm_no_api_, sigterm_and_wait(plugin));
       return true;
     }
@@ -697,11 +702,28 @@ class Bench {
       const bool hanging = api.wait_slice_writes(writes + 1, 30s);
       if (hanging) record_exit(dra_sigterm_hanging_, sigterm_and_wait(plugin));
       api.stall_slice_writes(false);
+      // The held write is answered now (the server stores it): wait for it, so that it does not
+      // land in the next launch's window.
+      if (hanging) api.wait_slices([&](const auto& slices) { return slices.count(victim) > 0; }, 10s);
       return hanging || fail("kgpu did not put back a deleted slice");
     }
     if (measure_idle_now) measure_idle(plugin.pid(), sim);
     record_exit(dra_sigterm_connected_, sigterm_and_wait(plugin));
     return true;
+  }
+
+  // Waits until `text` appears in the plugin's log after `offset` (a bench, not a test: the log is
+  // the only outside sign of this state); false after `timeout`.
+  bool wait_logged(uintmax_t offset, const std::string& text, std::chrono::milliseconds timeout) const {
+    const auto end = Clock::now() + timeout;
+    do {
+      std::ifstream in(log_);
+      in.seekg(static_cast<std::streamoff>(offset));
+      std::string rest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (rest.find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(1ms);
+    } while (Clock::now() < end);
+    return false;
   }
 
   static nlohmann::json claim_json(const std::string& uid, const std::string& device) {

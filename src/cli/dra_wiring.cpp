@@ -205,10 +205,14 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
 
 void DraWiring::stop() {
   if (!impl_) return;
-  // First end what a kubelet call may be waiting on (a claim fetch, an nvidia-smi run), so that
-  // joining the plugins' workers never waits out a timeout at shutdown.
+  // First end everything that may wait (a claim read, an nvidia-smi run, an MPS daemon's
+  // readiness, a slice request in flight, the slice watch's read), all at once and without
+  // waiting: requests in flight are abandoned, not awaited, and the threads end side by side. Only
+  // then remove the sockets (the kubelet deregisters the driver) and join what is still running.
+  // With nothing in flight no thread but the slice watch exists, so the exit costs one join.
   impl_->interrupter.stop();
   if (impl_->cancel.get() >= 0) (void)::eventfd_write(impl_->cancel.get(), 1);
+  if (impl_->publisher) impl_->publisher->request_stop();
   for (auto& driver : impl_->drivers)
     if (driver.plugin) driver.plugin->stop();
   if (impl_->publisher) impl_->publisher->stop();

@@ -55,7 +55,8 @@ Result<std::vector<std::string>> ResourceApiDiscovery::served(const kube::ApiCli
   auto answer = client.get(path, deadline, kMaxDiscoveryBytes);
   if (!answer) return answer.error();
   if (answer->status == 404)
-    return Error::unavailable("GET " + path + ": HTTP 404 (resource.k8s.io is not served: is DRA enabled in this cluster?)");
+    return Error::unavailable("GET " + path +
+                              ": HTTP 404 (resource.k8s.io is not served: is DRA enabled in this cluster?)");
   if (answer->status != 200)
     return Error::unavailable("GET " + path + ": HTTP " + std::to_string(answer->status) + hint(answer->status) +
                               excerpt(answer->body));

@@ -1,5 +1,6 @@
 #include "dra/slice_publisher.h"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -15,11 +16,17 @@
 namespace kgpu::dra {
 namespace {
 
-// Kubernetes caps one object at about 1.5 MiB; a slice of 128 devices is a few hundred KiB. A list
-// page or an answer beyond these is refused instead of buffered.
-constexpr size_t kMaxListBytes = 32 * 1024 * 1024;
+// Kubernetes caps one object at about 1.5 MiB; a slice of 128 devices is a few hundred KiB. Lists
+// ask for pages of kListPageSize slices (at most ~12 MiB even of the largest objects); a page or an
+// answer beyond these bounds (a server ignoring `limit` and the field selector: issue 28, item 11,
+// a 31 MiB list took the daemon from 14 to 760 MB) is refused instead of buffered and parsed.
+constexpr size_t kMaxListBytes = 16 * 1024 * 1024;
 constexpr size_t kMaxObjectBytes = 4 * 1024 * 1024;
-constexpr int kMaxListPages = 100;
+constexpr int kListPageSize = 8;
+constexpr int kMaxListPages = 1000;
+// An answer this large leaves the heap fragmented by the parsed JSON: the memory goes back to the
+// system once the pass has ended (malloc_trim), so one big list does not raise RSS for good.
+constexpr size_t kTrimAfterBytes = 1024 * 1024;
 
 const char* version_segment(SliceApi api) { return api == SliceApi::V1 ? "v1" : "v1beta1"; }
 
@@ -54,7 +61,8 @@ std::string excerpt(const std::string& body) {
 std::string status_hint(int status) {
   if (status == 401) return " (the service-account token was refused: expired or revoked?)";
   if (status == 403)
-    return " (RBAC: the service account needs get/list/create/update/delete on resource.k8s.io resourceslices)";
+    return " (RBAC: the service account needs list/watch/create/update/delete on resource.k8s.io resourceslices; "
+           "kgpu's admission policy also refuses slices of another node or driver with 403)";
   if (status == 404) return " (resource.k8s.io is not served: is DRA enabled in this cluster?)";
   return "";
 }
@@ -113,6 +121,7 @@ void SlicePublisher::set_timing(const Timing& timing) {
   timing_ = timing;
   backoff_ = timing_.first_backoff;
   uid_backoff_ = timing_.first_backoff;
+  pacer_ = RepairPacer({timing_.resync_interval, timing_.max_backoff});
 }
 
 void SlicePublisher::start() {
@@ -122,11 +131,11 @@ void SlicePublisher::start() {
   wake_locked();
 }
 
-bool SlicePublisher::uid_wanted_locked() const { return read_uid_ && node_uid_.empty() && state_.published > 0; }
+bool SlicePublisher::uid_wanted_locked() const { return read_uid_ && node_uid_.empty(); }
 
 void SlicePublisher::wake_locked() {
   cv_.notify_all();
-  if (!started_ || stopping_ || worker_running_ || !(dirty_ || uid_wanted_locked())) return;
+  if (!started_ || stopping_ || worker_running_ || !(dirty_ || uid_wanted_locked() || !warmed_)) return;
   // The previous worker cleared worker_running_ under mu_ as it left run(): it is ending, and
   // joining it takes no longer than a thread's exit.
   if (thread_.joinable()) thread_.join();
@@ -145,6 +154,7 @@ void SlicePublisher::publish(std::vector<DriverPool> pools) {
   desired_ = std::move(pools);
   ++state_.published;
   dirty_ = true;
+  published_since_pass_ = true;  // kgpu's own change: written at once, whatever the repairs' pace
   wake_locked();
 }
 
@@ -156,7 +166,7 @@ void SlicePublisher::resync() {
   wake_locked();
 }
 
-void SlicePublisher::stop() {
+void SlicePublisher::request_stop() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;  // from here on no worker starts, so thread_ stays as it is
@@ -165,6 +175,10 @@ void SlicePublisher::stop() {
   worker_interrupter_.stop();
   cleanup_interrupter_.stop();
   watch_interrupter_.stop();
+}
+
+void SlicePublisher::stop() {
+  request_stop();
   if (thread_.joinable()) thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
 }
@@ -200,7 +214,9 @@ void SlicePublisher::watch() {
                            selected + "&limit=1",  // only its resourceVersion is needed
                            selected,
                            "list/watch on resource.k8s.io resourceslices",
-                           kMaxListBytes};
+                           kMaxListBytes,
+                           // No BOOKMARK once a minute: the idle daemon wakes up for nothing.
+                           false};
   kube::WatchHandlers handlers;
   handlers.on_get = [](const std::string& body) -> Result<std::string> {
     auto list = kube::parse_resource_slice_list(body);
@@ -210,7 +226,9 @@ void SlicePublisher::watch() {
   handlers.on_event = [this](std::string_view line) -> Result<kube::WatchEventHead> {
     auto event = kube::parse_slice_watch_event(line);
     if (!event) return event.error();
-    if (!event->driver.empty() && covers(event->driver)) {
+    // The watch asks for this node's slices only; a server (or proxy) that ignores the field
+    // selector must not make every other node's change cost a LIST here.
+    if (!event->driver.empty() && covers(event->driver) && event->node_name == options_.node_name) {
       spdlog::debug("DRA slices: {} event for a {} slice; checking this node's slices", event->type, event->driver);
       resync();
     }
@@ -235,20 +253,43 @@ void SlicePublisher::run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     const auto now = Clock::now();
-    const bool write_due = dirty_ && now >= retry_at_;
+    // A failure's backoff holds every pass; a pass only a watch event asked for also waits for the
+    // repairs' pace (RepairPacer).
+    const auto due = [&] { return published_since_pass_ ? retry_at_ : std::max(retry_at_, resync_not_before_); };
+    const bool write_due = dirty_ && now >= due();
     const bool uid_due = uid_wanted_locked() && now >= uid_retry_at_;
+    if (!warmed_ || (uid_due && state_.published == 0)) {
+      // Started, nothing published yet: read what every pass needs (the Node's uid, the API
+      // version) while the daemon is still discovering its devices, so its first publication
+      // costs only a list and the writes. No pass before the first publish(): it would delete the
+      // slices a previous run left. Failures are logged and retried by the passes.
+      const bool first = !warmed_;
+      warmed_ = true;
+      lock.unlock();
+      try {
+        (void)pass_options(worker_client_);
+        if (first)
+          (void)api(worker_client_, Deadline{Clock::now() + timing_.request_deadline, timing_.request_deadline});
+      } catch (...) {  // thread entry: nothing may escape
+      }
+      lock.lock();
+      continue;
+    }
     if (!write_due && !uid_due) {
       // In sync and nothing to retry: this worker ends; the next publish() or resync() starts one.
       if (!dirty_ && !uid_wanted_locked()) break;
       // A backoff runs (writes, or the uid read). During a write backoff only stop() or its end
       // ends the wait: a flapping health state must not hammer a failing API server. During a uid
       // backoff a publish() is written at once.
-      auto until = uid_wanted_locked() ? uid_retry_at_ : retry_at_;
-      if (dirty_) until = std::min(until, retry_at_);
-      cv_.wait_until(lock, until, [&] { return stopping_ || (dirty_ && Clock::now() >= retry_at_); });
+      auto until = uid_wanted_locked() ? uid_retry_at_ : due();
+      if (dirty_) until = std::min(until, due());
+      cv_.wait_until(lock, until, [&] { return stopping_ || (dirty_ && Clock::now() >= due()); });
       continue;
     }
     dirty_ = false;
+    const bool resync_pass = !published_since_pass_;
+    published_since_pass_ = false;
+    const uint64_t writes_before = state_.writes;
     const auto pools = desired_;
     const uint64_t version = state_.published;
     lock.unlock();
@@ -260,6 +301,7 @@ void SlicePublisher::run() {
       result = Error::internal(std::string("unexpected failure: ") + e.what());
     } catch (...) {
     }
+    if (trim_after_pass_.exchange(false)) ::malloc_trim(0);
     lock.lock();
     if (stopping_) break;
     ++state_.passes;
@@ -269,6 +311,8 @@ void SlicePublisher::run() {
       state_.synced = version;
       backoff_ = timing_.first_backoff;
       retry_at_ = {};
+      if (resync_pass) note_resync_pass(state_.writes > writes_before);
+      resync_not_before_ = Clock::now() + pacer_.delay();
     } else {
       if (result.error().message != state_.problem)
         spdlog::warn("DRA slices: {}; retrying with backoff", result.error().message);
@@ -282,6 +326,24 @@ void SlicePublisher::run() {
   worker_running_ = false;
   state_.worker = false;
   cv_.notify_all();
+}
+
+void SlicePublisher::note_resync_pass(bool repaired) {
+  if (repaired) ++state_.repairs;
+  switch (pacer_.resync_pass_ended(repaired)) {
+    case RepairPacer::Change::FightStarted:
+      spdlog::warn(
+          "DRA slices: another writer keeps changing this node's ResourceSlices ({} repairs in a row); kgpu "
+          "keeps putting them back, each repair waiting twice as long as the last (up to {} s). Find the "
+          "writer: kubectl get resourceslices --field-selector spec.nodeName={} -o yaml --show-managed-fields",
+          pacer_.repairs_in_a_row(), timing_.max_backoff.count() / 1000, options_.node_name);
+      break;
+    case RepairPacer::Change::FightEnded:
+      spdlog::info("DRA slices: this node's ResourceSlices stay as kgpu wrote them again (the other writer stopped)");
+      break;
+    case RepairPacer::Change::None: break;
+  }
+  state_.fighting = pacer_.fighting();
 }
 
 Status SlicePublisher::sync(const std::vector<DriverPool>& pools) {
@@ -341,7 +403,8 @@ Result<std::string> SlicePublisher::read_node_uid(const kube::ApiClient& client)
   const auto deadline = std::min(timing_.request_deadline, std::chrono::milliseconds(2000));
   auto answer = client.get(path, deadline, kMaxObjectBytes);
   if (!answer) return answer.error();
-  if (answer->status != 200) return Error::unavailable(kube::api_status_problem("GET " + path, *answer, "get on nodes"));
+  if (answer->status != 200)
+    return Error::unavailable(kube::api_status_problem("GET " + path, *answer, "get on nodes"));
   auto node = kube::parse_node(answer->body);
   if (!node) return Error{node.error().code, "GET " + path + ": " + node.error().message};
   if (node->uid.empty()) return Error::invalid("GET " + path + ": the Node has no metadata.uid");
@@ -405,7 +468,8 @@ Result<std::vector<kube::ListedSlice>> SlicePublisher::list(const std::string& d
     api = *api_;
   }
   const std::string base = collection_path(api) + "?fieldSelector=" +
-                           query_escape("spec.nodeName=" + options_.node_name + ",spec.driver=" + driver);
+                           query_escape("spec.nodeName=" + options_.node_name + ",spec.driver=" + driver) +
+                           "&limit=" + std::to_string(kListPageSize);
   std::vector<kube::ListedSlice> slices;
   std::string token;
   for (int page = 0; page < kMaxListPages; ++page) {
@@ -413,6 +477,7 @@ Result<std::vector<kube::ListedSlice>> SlicePublisher::list(const std::string& d
     auto answer = client.get(path, deadline.next(), kMaxListBytes);
     if (!answer) return answer.error();
     if (answer->status != 200) return http_error("GET " + path, *answer);
+    if (answer->body.size() >= kTrimAfterBytes) trim_after_pass_ = true;
     auto parsed = kube::parse_resource_slice_list(answer->body);
     if (!parsed) return Error{parsed.error().code, "GET " + path + ": " + parsed.error().message};
     for (auto& item : parsed->items) {

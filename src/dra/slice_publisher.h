@@ -10,10 +10,13 @@
 // published, so an idle daemon has no thread for it and nothing wakes up. stop() ends the request
 // in flight at once.
 //
+// start() already runs a worker that reads the API version and the Node's uid (below), so the first
+// publish() costs only a list and the writes.
+//
 // Owner: the slices name the Node as their owner (garbage-collected with it). SliceOptions::node_uid
-// given: that one. Empty: the worker reads the Node's metadata.uid in its first pass; while it cannot
-// (API server not answering yet, RBAC), the slices are published without an owner and the read is
-// retried with backoff until it succeeds, and then every slice is rewritten with the owner.
+// given: that one. Empty: the worker reads the Node's metadata.uid before its first pass; while it
+// cannot (API server not answering yet, RBAC), the slices are published without an owner and the
+// read is retried with backoff until it succeeds, and then every slice is rewritten with the owner.
 //
 // Version: the resource.k8s.io versions come from a ResourceApiDiscovery shared with the claim
 // reads (one GET per process); ResourceSlices are written as v1 when served, else v1beta1.
@@ -23,14 +26,17 @@
 //
 // Watch (start_watch()): a second thread follows the node's slices (kube/watch_loop.h, filtered to
 // spec.nodeName) and resyncs on every event for a covered driver, so a slice someone else deleted
-// or edited is put back at once rather than at the next change. kgpu's own writes come back as
-// events too; each then costs one list per driver and no write (the diff finds nothing).
+// or edited is put back at once rather than at the next change. It is blocked in its read while
+// nothing changes (no bookmarks asked for: they would wake it once a minute). kgpu's own writes
+// come back as events too; each then costs one list per driver and no write (the diff finds
+// nothing).
 //
 // Daemon use: construct with the API server, the same SliceOptions as build_publication() (node
 // name; node_uid empty so it is read) and the shared discovery; start(); start_watch();
 // publish(publication.pools) after every rebuild (health, MIG layout, config); resync() when the
 // kubelet re-registers the plugin (it may have wiped the slices); stop() on exit (slices stay);
 // delete_all() for uninstall or when DRA is switched off.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -43,6 +49,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "dra/repair_pacer.h"
 #include "dra/resource_api.h"
 #include "dra/slice_builder.h"
 #include "kube/api_request.h"
@@ -63,6 +70,9 @@ class SlicePublisher {
     std::chrono::milliseconds first_backoff{1000};
     std::chrono::milliseconds max_backoff{60000};
     int conflict_retries = 5;  // re-reads after a 409 within one pass before it counts as a failure
+    // Passes a watch event causes: never closer than this; while someone keeps overwriting the
+    // slices, the repairs back off from here up to max_backoff (dra/repair_pacer.h).
+    std::chrono::milliseconds resync_interval{250};
     kube::WatchTiming watch;   // start_watch()'s loop
   };
 
@@ -87,6 +97,10 @@ class SlicePublisher {
   void resync();
   // Ends the request in flight and the worker; prompt whatever the API server does.
   void stop();
+  // The first half of stop(), which never blocks: the request in flight is abandoned and the
+  // threads are told to end; stop() then only joins them. Lets a caller stopping several parts
+  // overlap their ends (daemon exit).
+  void request_stop();
 
   // Uninstall / DRA switched off: ends the worker, then deletes every slice of this node for every
   // driver covered. Synchronous, bounded by `timeout`; stop() from another thread ends it at once.
@@ -105,6 +119,8 @@ class SlicePublisher {
     std::map<std::string, int64_t> generations;  // per driver with a pool: its generation now
     std::string node_uid;    // the owner the slices name; empty while the Node's uid is unknown
     bool worker = false;     // a worker thread runs (only while there is work)
+    uint64_t repairs = 0;    // passes a watch event caused that had to write (someone changed the slices)
+    bool fighting = false;   // those repairs keep coming: another writer overwrites kgpu's slices
   };
   State state() const;
   // Blocks until the latest publish() is in the API server, or `timeout` passes (false then).
@@ -121,9 +137,11 @@ class SlicePublisher {
   void watch();
   // mu_ held: notifies, and starts a worker when there is work, none runs and start() was called.
   void wake_locked();
-  // mu_ held: the Node's uid is still to be read (and something is published to own).
+  // mu_ held: the Node's uid is still to be read.
   bool uid_wanted_locked() const;
   bool covers(const std::string& driver) const;
+  // mu_ held: a pass a watch event caused ended well; `repaired`: it wrote. Paces the next, logs a fight.
+  void note_resync_pass(bool repaired);
   Status pass(const std::vector<DriverPool>& pools, const kube::ApiClient& client);
   // The options a pass writes with: the Node's uid once known, read first when it is due.
   SliceOptions pass_options(const kube::ApiClient& client);
@@ -154,7 +172,12 @@ class SlicePublisher {
   bool started_ = false;
   bool stopping_ = false;
   bool worker_running_ = false;  // thread_ is in run(); false once it has left (then joinable, done)
+  bool warmed_ = false;          // the first worker read the uid and the API version (or tried)
   bool dirty_ = false;  // a publish(), resync() or failed pass since the last pass began
+  bool published_since_pass_ = false;  // a publish() since the last pass began (else: a resync)
+  // Passes only a watch event asked for wait for this (RepairPacer::delay() after the last pass).
+  std::chrono::steady_clock::time_point resync_not_before_{};
+  RepairPacer pacer_;
   // Failed passes: the next may start at retry_at (the clock's epoch: at once); the backoff doubles.
   std::chrono::steady_clock::time_point retry_at_{};
   std::chrono::milliseconds backoff_{0};
@@ -169,6 +192,7 @@ class SlicePublisher {
   // listed); a driver absent here is read from the API server on the next pass.
   std::map<std::string, std::optional<DriverPool>> written_;
   std::map<std::string, int64_t> last_generation_;  // the highest generation written per driver
+  mutable std::atomic<bool> trim_after_pass_{false};  // a large answer was read: give memory back
   std::thread thread_;  // the worker (on demand)
   std::thread watch_thread_;
 };

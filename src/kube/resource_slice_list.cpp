@@ -167,6 +167,7 @@ Result<SliceWatchEvent> parse_slice_watch_event(std::string_view line) {
   if (slice->driver.empty()) return Error::invalid(event.type + " event: object.spec.driver is empty");
   event.resource_version = std::move(slice->resource_version);
   event.driver = std::move(slice->driver);
+  event.node_name = std::move(slice->node_name);
   return event;
 }
 

@@ -41,6 +41,7 @@ struct SliceWatchEvent {
   std::string resource_version;
   int error_code = 0;
   std::string driver;  // spec.driver of the slice; empty for BOOKMARK and ERROR
+  std::string node_name;  // spec.nodeName of the slice; empty for BOOKMARK, ERROR and slices of no one node
 };
 Result<SliceWatchEvent> parse_slice_watch_event(std::string_view line);
 

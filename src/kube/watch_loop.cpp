@@ -28,8 +28,9 @@ WatchLoop::WatchLoop(const ApiClient& api, Interrupter& interrupter, WatchTarget
 
 std::string WatchLoop::watch_url(const std::string& resource_version) const {
   const char separator = target_.watch_path.find('?') == std::string::npos ? '?' : '&';
-  std::string url = target_.watch_path + separator + "watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
-                    std::to_string(timing_.watch_seconds.count());
+  std::string url = target_.watch_path + separator + "watch=1" +
+                    (target_.bookmarks ? "&allowWatchBookmarks=true" : "") +
+                    "&timeoutSeconds=" + std::to_string(timing_.watch_seconds.count());
   if (!resource_version.empty()) url += "&resourceVersion=" + resource_version;
   return url;
 }

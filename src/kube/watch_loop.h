@@ -43,6 +43,10 @@ struct WatchTarget {
   std::string watch_path;
   std::string rbac;        // "get/watch on nodes", for the hint on a 403
   size_t max_bytes = 4 * 1024 * 1024;  // one GET answer or watch line
+  // allowWatchBookmarks: the API server then sends a BOOKMARK about once a minute, which wakes the
+  // watching thread although nothing changed. A watch that must cost nothing while idle asks for
+  // none; it resumes from its last event's resourceVersion, or from a fresh GET after a 410.
+  bool bookmarks = true;
 };
 
 struct WatchHandlers {

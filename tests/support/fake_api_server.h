@@ -267,6 +267,7 @@ class FakeApiServer {
     return slice_counts_;
   }
   // Blocks until `pred(slice_counts())` holds, re-checked on every request; false after the timeout.
+  // `pred` runs under the server's lock: it must not call the server.
   template <typename Pred>
   bool wait_slice_counts(Pred pred, std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu_);
@@ -356,6 +357,16 @@ class FakeApiServer {
     std::lock_guard lock(mu_);
     return capacity_;
   }
+  // The query parameters of every slice list so far, in order.
+  std::vector<std::map<std::string, std::string>> slice_list_params() const {
+    std::lock_guard lock(mu_);
+    return slice_list_params_;
+  }
+  // The query parameters of every slice watch so far, in order.
+  std::vector<std::map<std::string, std::string>> slice_watch_params() const {
+    std::lock_guard lock(mu_);
+    return slice_watch_params_;
+  }
   // The version of every ResourceClaim GET so far, in order ("v1", "v1beta2", ...).
   std::vector<std::string> claim_reads() const {
     std::lock_guard lock(mu_);
@@ -380,7 +391,8 @@ class FakeApiServer {
     return node_uid_;
   }
   // Blocks until `pred` holds for the stored slices (by name, as v1 serves them), re-checked on
-  // every change; false after the timeout.
+  // every change; false after the timeout. `pred` runs under the server's lock: it must not call
+  // the server.
   template <typename Pred>
   bool wait_slices(Pred pred, std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu_);
@@ -491,6 +503,7 @@ class FakeApiServer {
       if (req.get_param_value("watch") == "1") return watch_slices(req, res);
       std::lock_guard lock(mu_);
       ++slice_counts_.lists;
+      slice_list_params_.push_back(std::map<std::string, std::string>(req.params.begin(), req.params.end()));
       cv_.notify_all();
       const std::string version = req.matches[1];
       if (!serves(version)) return status(res, 404, "NotFound");
@@ -532,11 +545,17 @@ class FakeApiServer {
         if (token.rfind("o:", 0) != 0) return status(res, 400, "BadRequest");
         offset = std::stoul(token.substr(2));
       }
+      // A page holds at most `limit` items (as the real server), or the size set_slice_page_size() gave.
+      size_t per_page = page_size_;
+      if (req.has_param("limit")) {
+        const size_t limit = std::stoul(req.get_param_value("limit"));
+        if (limit > 0) per_page = per_page == 0 ? limit : std::min(per_page, limit);
+      }
       json page = json::array();
-      for (size_t i = offset; i < items.size() && (page_size_ == 0 || page.size() < page_size_); ++i)
+      for (size_t i = offset; i < items.size() && (per_page == 0 || page.size() < per_page); ++i)
         page.push_back(items[i]);
       json metadata{{"resourceVersion", std::to_string(slice_rv_)}};
-      if (page_size_ != 0 && offset + page.size() < items.size())
+      if (per_page != 0 && offset + page.size() < items.size())
         metadata["continue"] = "o:" + std::to_string(offset + page.size());
       if (!touch_after_list_.empty()) {
         if (auto it = slices_.find(touch_after_list_); it != slices_.end()) {
@@ -685,6 +704,7 @@ class FakeApiServer {
   void watch_slices(const httplib::Request& req, httplib::Response& res) {
     std::unique_lock lock(mu_);
     ++slice_counts_.watches;
+    slice_watch_params_.push_back(std::map<std::string, std::string>(req.params.begin(), req.params.end()));
     ++requests_;
     cv_.notify_all();
     const std::string version = req.matches[1];
@@ -937,6 +957,8 @@ class FakeApiServer {
   std::map<std::string, StoredSlice> slices_;
   std::map<std::string, nlohmann::json> claims_;  // by namespace/name
   std::vector<std::string> claim_reads_;          // the version of each claim GET
+  std::vector<std::map<std::string, std::string>> slice_watch_params_;
+  std::vector<std::map<std::string, std::string>> slice_list_params_;
   std::vector<NodePatch> node_patches_;
   std::map<std::string, std::string> capacity_;  // the Node's status.capacity
   bool stall_claim_reads_ = false;

@@ -217,6 +217,28 @@ TEST(SliceSync, StaleSlicesOfADriverWithoutDevicesHereAreDeleted_PagedLists) {
   EXPECT_TRUE(left.count(kSlice0));
 }
 
+// Issue 28, item 11: lists ask the API server for pages (`limit`, then `continue`), so no single
+// answer holds more than a few slices; twenty stale slices of this node are all found and deleted
+// through the pages the server cuts by that limit.
+TEST(SliceSync, ListsAskForBoundedPagesAndFollowThem) {
+  test::FakeApiServer api("node-1", {});
+  auto stale = resource_slices(pools_of(testing::a100_node(1, 0))[0], options(), 1, SliceApi::V1)[0];
+  for (int i = 1; i <= 20; ++i) {
+    stale["metadata"]["name"] = "node-1-gpu.nvidia.com-stale-" + std::to_string(i);
+    api.put_slice(stale);
+  }
+  SlicePublisher publisher(server_of(api), options());
+  ASSERT_TRUE(publisher.sync(pools_of(testing::a100_node(1, 0))).ok()) << publisher.state().problem;
+  EXPECT_EQ(api.slices().size(), 1u);
+  const auto lists = api.slice_list_params();
+  ASSERT_GE(lists.size(), 3u);  // 20 slices in pages of 8: three pages at least
+  for (const auto& params : lists) {
+    ASSERT_EQ(params.count("limit"), 1u);
+    EXPECT_EQ(params.at("limit"), "8");
+  }
+  EXPECT_EQ(lists[1].count("continue"), 1u);
+}
+
 TEST(SliceSync, V1beta1OnlyClusterGetsV1beta1Slices) {
   test::FakeApiServer api("node-1", {});
   api.serve_resource_versions({"v1beta1"});
@@ -319,6 +341,29 @@ std::vector<std::string> owner_uids(const std::map<std::string, json>& slices) {
   return out;
 }
 
+// A publisher started on a node with slices from a previous run, and an API server that cannot
+// answer the Node's GET yet: it keeps retrying the uid, but deletes nothing before the daemon's
+// first publication (a pass with nothing published would take the node's slices away).
+TEST(SliceOwner, NoPassBeforeTheFirstPublishEvenWhileTheUidIsRetried) {
+  test::FakeApiServer api("node-1", {});
+  const auto pools = pools_of(testing::a100_node(2, 0));
+  api.put_slice(resource_slices(pools[0], options(), 3, SliceApi::V1)[0]);
+  api.set_fault(test::FakeApiServer::Fault::Status500);
+  SlicePublisher publisher(server_of(api), options_without_uid());
+  publisher.set_timing(fast_timing());
+  publisher.start();
+  ASSERT_TRUE(test::eventually([&] { return api.gets() >= 3; }, 10s)) << api.gets();  // retried
+  EXPECT_EQ(api.slice_counts().lists, 0);
+  EXPECT_EQ(api.slice_counts().writes(), 0);
+  EXPECT_EQ(api.slices().size(), 1u);
+  api.set_fault(test::FakeApiServer::Fault::None);
+  publisher.publish(pools);
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  const std::vector<std::string> owned{"Node/" + api.node_uid()};
+  ASSERT_TRUE(api.wait_slices([&](const auto& slices) { return owner_uids(slices) == owned; }, 10s));
+  EXPECT_EQ(api.slice_counts().deletes, 0);
+}
+
 // The API server answers the Node's GET at once: the first writes already name the Node as owner
 // (no ownerless create followed by an update).
 TEST(SliceOwner, TheNodesUidIsReadBeforeTheFirstWrite) {
@@ -375,7 +420,12 @@ TEST(SliceWorker, EndsOnceInSyncAndAPublishStartsAnother) {
   SlicePublisher publisher(server_of(api), options());
   publisher.set_timing(fast_timing());
   publisher.start();
-  EXPECT_FALSE(publisher.state().worker);  // nothing published: no thread
+  // Started, nothing published: a worker reads the API version ahead of the first publication and
+  // ends; it writes nothing (and reads no slice) before there is something to publish.
+  ASSERT_TRUE(api.wait_slice_counts([](const auto& c) { return c.discoveries == 1; }, 10s));
+  ASSERT_TRUE(test::eventually([&] { return !publisher.state().worker; }, 10s));
+  EXPECT_EQ(api.slice_counts().lists, 0);
+  EXPECT_EQ(api.slice_counts().writes(), 0);
   auto inv = testing::a100_node(2, 0);
   publisher.publish(pools_of(inv));
   ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
@@ -441,6 +491,80 @@ TEST(SliceWatch, ASliceDeletedOrEditedBySomeoneElseIsPutBack) {
   EXPECT_EQ(api.slice_counts().rejected, 0);
 }
 
+// Issue 28, item 9: a second writer empties kgpu's slice after every write kgpu makes. kgpu keeps
+// putting it back, but each repair waits twice as long as the last (up to max_backoff), instead
+// of rewriting it as fast as the API server answers; the fight is reported in state() and ends
+// with the first pass that finds the slice as kgpu wrote it.
+TEST(SliceWatch, ASecondWriterIsFoughtWithBackoff) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher::Timing timing = fast_watch_timing();
+  timing.resync_interval = 20ms;
+  timing.max_backoff = 160ms;
+  SlicePublisher publisher(server_of(api), options());
+  publisher.set_timing(timing);
+  publisher.start();
+  publisher.start_watch();
+  publisher.publish(pools_of(testing::a100_node(2, 0)));
+  ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+  ASSERT_TRUE(test::eventually([&] { return api.slice_counts().watches >= 1; }, 10s));
+  const json ours = written(api, kSlice0);
+
+  // The second writer: after each of kgpu's writes, the slice's devices are emptied again.
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::time_point> repaired_at;  // when each of kgpu's repairs was seen
+  int seen = api.slice_counts().writes();
+  auto fight = [&] {
+    json edited = api.slices().at(kSlice0);
+    edited["spec"]["devices"] = json::array();
+    api.put_slice(edited);
+  };
+  fight();
+  while (repaired_at.size() < 6) {
+    ASSERT_TRUE(api.wait_slice_counts([&](const auto& c) { return c.writes() > seen; }, 20s))
+        << "kgpu stopped repairing after " << repaired_at.size() << ": " << publisher.state().problem;
+    repaired_at.push_back(Clock::now());
+    seen = api.slice_counts().writes();
+    fight();
+  }
+  // Waits after repairs 1..5: 20 (one repair is no fight), 40, 80, 160, 160 ms; unpaced, six
+  // repairs take a few milliseconds.
+  EXPECT_GE(repaired_at.back() - repaired_at.front(), 400ms);
+  // The publisher counts a repair once its pass has ended, just after the server stored the write.
+  ASSERT_TRUE(test::eventually([&] { return publisher.state().repairs >= 6; }, 10s)) << publisher.state().repairs;
+  EXPECT_TRUE(publisher.state().fighting);
+  EXPECT_EQ(api.slice_counts().rejected, 0);
+
+  // The writer gives up: the next repair stands, and the pass after it ends the fight.
+  ASSERT_TRUE(test::eventually([&] { return written(api, kSlice0)["spec"]["devices"] == ours["spec"]["devices"]; }, 10s));
+  ASSERT_TRUE(test::eventually([&] { return !publisher.state().fighting; }, 10s));
+}
+
+// kgpu's own change during a fight is written at once: the repairs' pace holds only the passes a
+// watch event asked for. (wait_synced() would also wait for the paced re-check, so the server's
+// content is what is awaited.)
+TEST(SliceWatch, APublishIsNotHeldByTheRepairsPace) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher::Timing timing = fast_watch_timing();
+  timing.resync_interval = 5s;  // a watch-caused pass waits this long after the last pass
+  timing.max_backoff = 5s;
+  SlicePublisher publisher(server_of(api), options());
+  publisher.set_timing(timing);
+  publisher.start();
+  publisher.start_watch();
+  auto devices_are = [&](size_t n) {
+    return api.wait_slices([&](const auto& slices) {
+      auto it = slices.find(kSlice0);
+      return it != slices.end() && it->second["spec"]["devices"].size() == n;
+    }, 4s);
+  };
+  publisher.publish(pools_of(testing::a100_node(2, 0)));
+  ASSERT_TRUE(devices_are(2)) << publisher.state().problem;
+  ASSERT_TRUE(test::eventually([&] { return api.slice_counts().watches >= 1; }, 10s));
+  api.remove_slice(kSlice0);  // its repair now waits out the 5 s
+  publisher.publish(pools_of(testing::a100_node(3, 0)));
+  EXPECT_TRUE(devices_are(3)) << publisher.state().problem;
+}
+
 // A slice of a driver kgpu does not serve appears on this node (AMD's own DRA driver, say): the
 // watch sees it, and kgpu leaves it alone while it still puts back its own.
 TEST(SliceWatch, OtherDriversSlicesAreIgnored) {
@@ -467,6 +591,24 @@ TEST(SliceWatch, OtherDriversSlicesAreIgnored) {
   ASSERT_TRUE(test::eventually([&] { return api.slices().count(kSlice0) == 1; }, 10s));
   EXPECT_EQ(api.slices().count("node-1-gpu.amd.com-0"), 1u);  // left alone
   EXPECT_EQ(api.slice_counts().creates, before.creates + 1);
+}
+
+// The watch asks for no BOOKMARK events: a real API server sends one about once a minute to a
+// watch that allows them, waking the idle daemon for nothing (issue 32: no wake-up while nothing
+// changes). Its resourceVersion and timeout are still sent.
+TEST(SliceWatch, AsksForNoBookmarks) {
+  test::FakeApiServer api("node-1", {});
+  SlicePublisher publisher(server_of(api), options());
+  publisher.set_timing(fast_watch_timing());
+  publisher.start();
+  publisher.start_watch();
+  ASSERT_TRUE(api.wait_slice_counts([](const auto& c) { return c.watches >= 1; }, 10s));
+  const auto params = api.slice_watch_params().at(0);
+  EXPECT_EQ(params.count("allowWatchBookmarks"), 0u);
+  EXPECT_EQ(params.at("watch"), "1");
+  EXPECT_EQ(params.count("resourceVersion"), 1u);
+  EXPECT_EQ(params.count("timeoutSeconds"), 1u);
+  EXPECT_EQ(params.at("fieldSelector"), "spec.nodeName=node-1");
 }
 
 TEST(SliceWatch, StopEndsTheWatchAtOnce) {
