@@ -116,12 +116,16 @@ SlicePublisher::SlicePublisher(kube::ApiServer server, SliceOptions options, std
 
 SlicePublisher::~SlicePublisher() { stop(); }
 
+RepairPacer SlicePublisher::pacer_for(const Timing& timing) {
+  return RepairPacer({timing.resync_interval, timing.max_backoff});
+}
+
 void SlicePublisher::set_timing(const Timing& timing) {
   std::lock_guard lock(mu_);
   timing_ = timing;
   backoff_ = timing_.first_backoff;
   uid_backoff_ = timing_.first_backoff;
-  pacer_ = RepairPacer({timing_.resync_interval, timing_.max_backoff});
+  pacer_ = pacer_for(timing_);
 }
 
 void SlicePublisher::start() {
@@ -239,7 +243,9 @@ void SlicePublisher::watch() {
 
 SlicePublisher::State SlicePublisher::state() const {
   std::lock_guard lock(mu_);
-  return state_;
+  State out = state_;
+  out.fighting = pacer_.fighting();
+  return out;
 }
 
 bool SlicePublisher::wait_synced(std::chrono::milliseconds timeout) const {
@@ -343,7 +349,6 @@ void SlicePublisher::note_resync_pass(bool repaired) {
       break;
     case RepairPacer::Change::None: break;
   }
-  state_.fighting = pacer_.fighting();
 }
 
 Status SlicePublisher::sync(const std::vector<DriverPool>& pools) {

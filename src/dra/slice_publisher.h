@@ -28,8 +28,9 @@
 // spec.nodeName) and resyncs on every event for a covered driver, so a slice someone else deleted
 // or edited is put back at once rather than at the next change. It is blocked in its read while
 // nothing changes (no bookmarks asked for: they would wake it once a minute). kgpu's own writes
-// come back as events too; each then costs one list per driver and no write (the diff finds
-// nothing).
+// come back as events too; the passes they cause are paced (Timing::resync_interval), so a burst
+// costs one list per driver and no write (the diff finds nothing). Someone else's change is put
+// back; one who keeps changing them gets repairs that back off (dra/repair_pacer.h).
 //
 // Daemon use: construct with the API server, the same SliceOptions as build_publication() (node
 // name; node_uid empty so it is read) and the shared discovery; start(); start_watch();
@@ -120,7 +121,7 @@ class SlicePublisher {
     std::string node_uid;    // the owner the slices name; empty while the Node's uid is unknown
     bool worker = false;     // a worker thread runs (only while there is work)
     uint64_t repairs = 0;    // passes a watch event caused that had to write (someone changed the slices)
-    bool fighting = false;   // those repairs keep coming: another writer overwrites kgpu's slices
+    bool fighting = false;   // those repairs keep coming: another writer overwrites kgpu's slices (from the pacer)
   };
   State state() const;
   // Blocks until the latest publish() is in the API server, or `timeout` passes (false then).
@@ -142,6 +143,7 @@ class SlicePublisher {
   bool covers(const std::string& driver) const;
   // mu_ held: a pass a watch event caused ended well; `repaired`: it wrote. Paces the next, logs a fight.
   void note_resync_pass(bool repaired);
+  static RepairPacer pacer_for(const Timing& timing);
   Status pass(const std::vector<DriverPool>& pools, const kube::ApiClient& client);
   // The options a pass writes with: the Node's uid once known, read first when it is due.
   SliceOptions pass_options(const kube::ApiClient& client);
@@ -177,7 +179,7 @@ class SlicePublisher {
   bool published_since_pass_ = false;  // a publish() since the last pass began (else: a resync)
   // Passes only a watch event asked for wait for this (RepairPacer::delay() after the last pass).
   std::chrono::steady_clock::time_point resync_not_before_{};
-  RepairPacer pacer_;
+  RepairPacer pacer_ = pacer_for(timing_);  // paced by timing_ (set_timing() makes it anew)
   // Failed passes: the next may start at retry_at (the clock's epoch: at once); the backoff doubles.
   std::chrono::steady_clock::time_point retry_at_{};
   std::chrono::milliseconds backoff_{0};
