@@ -130,10 +130,21 @@ std::function<ResourcePlan(const Inventory&, ResourcePlan)> DraWiring::api_share
 
 namespace {
 
+// Time-slice resets an earlier unprepare left pending (nvidia-smi failed, or kgpu was killed
+// before it ran): retried at start and at every kubelet call until they succeed; a claim that
+// would use such a GPU is refused meanwhile (ClaimStore).
+void retry_pending_resets(dra::ClaimStore& store, const dra::ClaimSharing& sharing, const std::string& when) {
+  if (auto st = sharing.run_pending_resets(store); !st)
+    spdlog::error("DRA: {}: a time-slice reset is still pending (retried at the next kubelet call and at start; "
+                  "the GPU is not prepared for another claim until it succeeds): {}",
+                  when, st.error().message);
+}
+
 // The kubelet's calls for one driver: its claim store, then the claim's sharing.
 dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing* sharing) {
   dra::ClaimHandler handler;
   handler.prepare = [store, sharing](const dra::ClaimRef& ref) -> Result<std::vector<dra::PreparedDevice>> {
+    retry_pending_resets(*store, *sharing, "before preparing claim " + ref.uid);
     const bool repeated = store->is_prepared(ref.uid);
     auto prepared = store->prepare(ref);
     if (!prepared) return prepared.error();
@@ -149,8 +160,10 @@ dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing*
     auto released = store->unprepare(ref.uid);
     if (!released) return released.error();
     if (*released)
-      if (auto st = sharing->undo(store->prepared(), **released); !st)
-        spdlog::error("DRA: claim {} unprepared, but its sharing was not undone: {}", ref.uid, st.error().message);
+      if (auto st = sharing->undo(**released); !st)
+        spdlog::error("DRA: claim {} unprepared, but its MPS daemon was not stopped: {}", ref.uid, st.error().message);
+    // The claim is gone either way: its resets are the store's record now, never forgotten.
+    retry_pending_resets(*store, *sharing, "claim " + ref.uid + " unprepared");
     return ok_status();
   };
   return handler;
@@ -171,6 +184,8 @@ Status DraWiring::start(server::Daemon& daemon) {
   s.publisher->start();
   s.publisher->start_watch();  // puts back a slice someone else deletes or edits
   dra::SlicePublisher* publisher = s.publisher.get();
+  for (auto& driver : s.drivers)
+    if (!driver.store->pending_resets().empty()) retry_pending_resets(*driver.store, *s.sharing, "at start");
   for (auto& driver : s.drivers) {
     dra::KubeletPluginOptions plugin_options{driver.name, s.kubelet_root, {}};
     plugin_options.on_registered = [publisher] { publisher->resync(); };  // only wakes its worker

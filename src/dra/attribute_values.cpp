@@ -1,7 +1,10 @@
-// Attribute value rules: PCI bus IDs, semver versions, quantities and NVLink islands.
+// Attribute value rules: PCI bus IDs, semver versions, quantities, NVIDIA's spellings and NVLink
+// islands.
 #include <algorithm>
 #include <cctype>
 #include <numeric>
+#include <string_view>
+#include <utility>
 
 #include "dra/slice_builder.h"
 
@@ -43,6 +46,48 @@ std::string binary_si_quantity(uint64_t value) {
     ++s;
   }
   return std::to_string(value) + kSuffixes[s];
+}
+
+namespace {
+
+using Spelling = std::pair<std::string_view, std::string_view>;  // inventory -> go-nvlib
+
+// go-nvlib's GetBrandAsString / GetArchitectureAsString, keyed by the inventory's names
+// (nvml/mig_facts.cpp brand_name / architecture_name).
+constexpr Spelling kBrands[] = {
+    {"quadro", "Quadro"},           {"tesla", "Tesla"},
+    {"nvs", "NVS"},                 {"grid", "Grid"},
+    {"geforce", "GeForce"},         {"titan", "Titan"},
+    {"nvidia-vapps", "NvidiaVApps"}, {"nvidia-vpc", "NvidiaVPC"},
+    {"nvidia-vcs", "NvidiaVCS"},    {"nvidia-vws", "NvidiaVWS"},
+    {"nvidia-cloud-gaming", "NvidiaCloudGaming"}, {"quadro-rtx", "QuadroRTX"},
+    {"nvidia-rtx", "NvidiaRTX"},    {"nvidia", "Nvidia"},
+    {"geforce-rtx", "GeForceRTX"},  {"titan-rtx", "TitanRTX"},
+};
+constexpr Spelling kArchitectures[] = {
+    {"kepler", "Kepler"}, {"maxwell", "Maxwell"},           {"pascal", "Pascal"}, {"volta", "Volta"},
+    {"turing", "Turing"}, {"ampere", "Ampere"},             {"ada-lovelace", "Ada Lovelace"},
+    {"hopper", "Hopper"}, {"blackwell", "Blackwell"},       {"rubin", "Rubin"},
+};
+
+template <size_t N>
+std::string respell(const std::string& name, const Spelling (&table)[N]) {
+  if (name.empty()) return "Unknown";
+  for (const auto& [ours, theirs] : table)
+    if (name == ours) return std::string(theirs);
+  // A name go-nvlib has no entry for (a compute-capability fallback such as "fermi"): its
+  // capitalised form, the convention of every entry above.
+  std::string out = name;
+  out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+  return out;
+}
+
+}  // namespace
+
+std::string nvidia_dra_brand(const std::string& inventory_brand) { return respell(inventory_brand, kBrands); }
+
+std::string nvidia_dra_architecture(const std::string& inventory_architecture) {
+  return respell(inventory_architecture, kArchitectures);
 }
 
 std::vector<std::string> nvlink_islands(const Inventory& inventory) {

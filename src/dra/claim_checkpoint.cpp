@@ -27,6 +27,27 @@ std::string checksum(const std::string& text) {
   return std::string(kChecksumPrefix) + hex;
 }
 
+json settings_json(const std::vector<TimeSliceSetting>& settings) {
+  json out = json::array();
+  for (const auto& t : settings) out.push_back({{"gpuUUID", t.gpu_uuid}, {"interval", to_string(t.interval)}});
+  return out;
+}
+
+std::vector<TimeSliceSetting> settings_from_json(const json& list) {
+  std::vector<TimeSliceSetting> out;
+  for (const auto& t : list) {
+    TimeSliceSetting s{t.at("gpuUUID").get<std::string>(), TimeSliceInterval::Default};
+    const auto name = t.at("interval").get<std::string>();
+    for (auto i : {TimeSliceInterval::Default, TimeSliceInterval::Short, TimeSliceInterval::Medium,
+                   TimeSliceInterval::Long})
+      if (name == to_string(i)) s.interval = i;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string compact(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 json to_json(const PreparedClaim& c) {
   json devices = json::array();
   for (const auto& d : c.devices) {
@@ -36,11 +57,13 @@ json to_json(const PreparedClaim& c) {
               {"cdiDeviceIDs", d.cdi_device_ids},
               {"adminAccess", d.admin_access}};
     if (d.share_id) j["shareID"] = *d.share_id;
+    if (!d.gpu_uuid.empty()) {
+      j["gpuUUID"] = d.gpu_uuid;
+      j["wholeGPU"] = d.whole_gpu;
+    }
     devices.push_back(std::move(j));
   }
-  json slicing = json::array();
-  for (const auto& t : c.time_slicing)
-    slicing.push_back({{"gpuUUID", t.gpu_uuid}, {"interval", to_string(t.interval)}});
+  json slicing = settings_json(c.time_slicing);
   json out = {{"uid", c.ref.uid},
               {"namespace", c.ref.ns},
               {"name", c.ref.name},
@@ -68,16 +91,13 @@ Result<PreparedClaim> from_json(const json& j) {
     p.cdi_device_ids = d.at("cdiDeviceIDs").get<std::vector<std::string>>();
     p.admin_access = d.at("adminAccess").get<bool>();
     if (d.contains("shareID")) p.share_id = d.at("shareID").get<std::string>();
+    if (d.contains("gpuUUID")) {
+      p.gpu_uuid = d.at("gpuUUID").get<std::string>();
+      p.whole_gpu = d.at("wholeGPU").get<bool>();
+    }
     c.devices.push_back(std::move(p));
   }
-  for (const auto& t : j.at("timeSlicing")) {
-    TimeSliceSetting s{t.at("gpuUUID").get<std::string>(), TimeSliceInterval::Default};
-    const auto name = t.at("interval").get<std::string>();
-    for (auto i : {TimeSliceInterval::Default, TimeSliceInterval::Short, TimeSliceInterval::Medium,
-                   TimeSliceInterval::Long})
-      if (name == to_string(i)) s.interval = i;
-    c.time_slicing.push_back(std::move(s));
-  }
+  c.time_slicing = settings_from_json(j.at("timeSlicing"));
   if (j.contains("mps")) {
     auto request = parse_mps_claim_request(j.at("mps").dump());
     if (!request) return Error::invalid("claim " + c.ref.uid + ": " + request.error().message);
@@ -92,12 +112,16 @@ std::string checkpoint_text(const Checkpoint& checkpoint) {
   json claims = json::array();
   for (const auto& c : checkpoint.claims) claims.push_back(to_json(c));
   // Claim fields came from the API server as valid UTF-8; replace keeps dump() total anyway.
-  const std::string claims_text = claims.dump(-1, ' ', false, json::error_handler_t::replace);
+  json pending = settings_json(checkpoint.pending_resets);
   json doc = {{"kind", kKind},
               {"version", kCheckpointVersion},
               {"bootID", checkpoint.boot_id},
-              {"checksum", checksum(claims_text)},
+              {"checksum", checksum(compact(claims))},
               {"claims", claims}};
+  if (!pending.empty()) {
+    doc["pendingChecksum"] = checksum(compact(pending));
+    doc["pendingTimeSliceResets"] = std::move(pending);
+  }
   return doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -118,10 +142,16 @@ Result<Checkpoint> parse_checkpoint(std::string_view text) {
     const json& claims = doc.at("claims");
     if (!claims.is_array()) return Error::invalid("checkpoint claims is not an array");
     const std::string expected = doc.at("checksum").get<std::string>();
-    if (checksum(claims.dump(-1, ' ', false, json::error_handler_t::replace)) != expected)
+    if (checksum(compact(claims)) != expected)
       return Error::invalid("checkpoint checksum does not match its content (cut short or edited)");
     Checkpoint out;
     out.boot_id = doc.at("bootID").get<std::string>();
+    if (doc.contains("pendingTimeSliceResets")) {
+      const json& pending = doc.at("pendingTimeSliceResets");
+      if (!pending.is_array() || checksum(compact(pending)) != doc.at("pendingChecksum").get<std::string>())
+        return Error::invalid("checkpoint pendingTimeSliceResets do not match their checksum (cut short or edited)");
+      out.pending_resets = settings_from_json(pending);
+    }
     for (const auto& c : claims) {
       auto claim = from_json(c);
       if (!claim) return claim.error();

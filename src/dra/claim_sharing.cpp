@@ -76,21 +76,38 @@ Status ClaimSharing::apply(const std::vector<PreparedClaim>& prepared, const Pre
   return ok_status();
 }
 
-Status ClaimSharing::undo(const std::vector<PreparedClaim>& remaining, const PreparedClaim& released) const {
-  // Both are undone whatever the other did; the first failure is the one reported.
-  const Status mps = released.mps ? mps_.stop(released.ref.uid) : ok_status();
-  const Status slices = run_all(time_slices_to_reset(remaining, released));
-  return mps.ok() ? slices : mps;
+Status ClaimSharing::undo(const PreparedClaim& released) const {
+  return released.mps ? mps_.stop(released.ref.uid) : ok_status();
+}
+
+Status ClaimSharing::run_pending_resets(ClaimStore& store) const {
+  Status first = ok_status();
+  for (const auto& reset : store.pending_resets()) {
+    std::lock_guard lock(slices_mu_);
+    // A claim prepared since the list was read may have taken the GPU with an interval of its own.
+    if (!store.is_reset_pending(reset.gpu_uuid)) continue;
+    if (auto st = run_locked(reset); !st) {
+      if (first.ok()) first = st;
+      continue;
+    }
+    store.reset_done(reset.gpu_uuid);
+  }
+  return first;
 }
 
 Status ClaimSharing::run_all(const std::vector<TimeSliceSetting>& settings) const {
-  for (const auto& s : settings) {
-    auto argv = set_timeslice_argv(nvidia_smi_.path, s);
-    if (auto st = run_(argv, nvidia_smi_.env); !st)
-      return Error{st.error().code, "cannot set time-slice interval " + std::string(to_string(s.interval)) + " on " +
-                                        s.gpu_uuid + ": " + st.error().message};
-    spdlog::info("DRA: {} runs time-slice interval {}", s.gpu_uuid, to_string(s.interval));
-  }
+  std::lock_guard lock(slices_mu_);
+  for (const auto& s : settings)
+    if (auto st = run_locked(s); !st) return st;
+  return ok_status();
+}
+
+Status ClaimSharing::run_locked(const TimeSliceSetting& s) const {
+  auto argv = set_timeslice_argv(nvidia_smi_.path, s);
+  if (auto st = run_(argv, nvidia_smi_.env); !st)
+    return Error{st.error().code, "cannot set time-slice interval " + std::string(to_string(s.interval)) + " on " +
+                                      s.gpu_uuid + ": " + st.error().message};
+  spdlog::info("DRA: {} runs time-slice interval {}", s.gpu_uuid, to_string(s.interval));
   return ok_status();
 }
 

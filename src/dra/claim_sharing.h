@@ -6,16 +6,20 @@
 //    prepare returns only once it runs with the claim's limits, so no container starts with a
 //    CUDA_MPS_PIPE_DIRECTORY that has no daemon behind it. Without an mpsRoot such claims are
 //    refused (prepare_claim says so).
-// Runs on the DRA worker thread, one kubelet call at a time.
+// Time-slice resets are recorded by the claim store (pending until they ran, across restarts) and
+// run here; every nvidia-smi compute-policy run is serialised, so a reset retried by one kubelet
+// call can never land after the interval a newer claim of the same GPU set in another.
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "core/result.h"
 #include "dra/claim_mps.h"
+#include "dra/claim_store.h"
 #include "dra/prepare.h"
 
 namespace kgpu::dra {
@@ -45,15 +49,21 @@ class ClaimSharing {
   // Time slices first, then the MPS daemon (the step that may wait). Error: the claim cannot get
   // its sharing; the caller rolls the prepare back.
   Status apply(const std::vector<PreparedClaim>& prepared, const PreparedClaim& claim) const;
-  // After the claim store released `released` (`remaining`: the claims still prepared). Best
-  // effort: a failure is returned for the log, the claim is gone either way.
-  Status undo(const std::vector<PreparedClaim>& remaining, const PreparedClaim& released) const;
+  // After the claim store released `released`: its MPS daemon goes. Best effort: a failure is
+  // returned for the log, the claim is gone either way. (Its time slices are pending resets.)
+  Status undo(const PreparedClaim& released) const;
+  // Runs every time-slice reset `store` keeps pending that is still pending when its turn comes,
+  // and tells the store of each that succeeded. The first failure is returned (the others are
+  // still tried); what failed stays pending for the next call.
+  Status run_pending_resets(ClaimStore& store) const;
 
  private:
   Status run_all(const std::vector<TimeSliceSetting>& settings) const;
+  Status run_locked(const TimeSliceSetting& setting) const;
   NvidiaSmi nvidia_smi_;
   CommandRunner run_;
   ClaimMps mps_;
+  mutable std::mutex slices_mu_;  // held across each nvidia-smi compute-policy run
 };
 
 }  // namespace kgpu::dra

@@ -11,6 +11,7 @@
 #include "core/json_depth.h"
 #include "core/safe_file.h"
 #include "dra/claim_checkpoint.h"
+#include "dra/time_slicing.h"
 
 namespace kgpu::dra {
 
@@ -109,6 +110,12 @@ void ClaimStore::load() {
     std::string uid = c.ref.uid;
     claims_.emplace(std::move(uid), std::move(c));
   }
+  for (auto& reset : checkpoint->pending_resets) {
+    warnings_.push_back("DRA: " + reset.gpu_uuid + " still waits for its time-slice interval to be reset to " +
+                        to_string(reset.interval) + " (an earlier unprepare could not run it); retried now");
+    std::string uuid = reset.gpu_uuid;
+    pending_resets_.emplace(std::move(uuid), std::move(reset));
+  }
   recover_from_cdi_specs();
 }
 
@@ -192,8 +199,9 @@ std::string ClaimStore::spec_path(const std::string& file) const { return (fs::p
 
 Status ClaimStore::save_locked() const {
   if (frozen_) return Error::unavailable(frozen_reason_);
-  Checkpoint checkpoint{options_.boot_id, {}};
+  Checkpoint checkpoint{options_.boot_id, {}, {}};
   for (const auto& [uid, c] : claims_) checkpoint.claims.push_back(c);
+  for (const auto& [uuid, reset] : pending_resets_) checkpoint.pending_resets.push_back(reset);
   std::error_code ec;
   const fs::path dir = fs::path(options_.checkpoint_path).parent_path();
   if (!dir.empty()) fs::create_directories(dir, ec);
@@ -203,14 +211,29 @@ Status ClaimStore::save_locked() const {
   return ok_status();
 }
 
+namespace {
+
+// One physical GPU under both: the same device, or (after a MIG re-layout renamed the devices) the
+// full GPU and a MIG device of it. Two different MIG devices of one GPU are distinct slices.
+bool same_hardware(const PreparedDevice& a, const PreparedDevice& b) {
+  if (a.pool != b.pool) return false;
+  if (a.device == b.device) return true;
+  return !a.gpu_uuid.empty() && a.gpu_uuid == b.gpu_uuid && (a.whole_gpu || b.whole_gpu);
+}
+
+}  // namespace
+
 std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& claim) const {
   for (const auto& mine : claim.devices)
     for (const auto& [uid, other] : claims_) {
       if (uid == claim.ref.uid) continue;
       for (const auto& theirs : other.devices) {
-        if (theirs.pool != mine.pool || theirs.device != mine.device) continue;
+        if (!same_hardware(mine, theirs)) continue;
         if (mine.admin_access || theirs.admin_access) continue;  // admins may look at devices in use
         if (mine.share_id && theirs.share_id && *mine.share_id != *theirs.share_id) continue;
+        if (mine.device != theirs.device)
+          return "device " + mine.device + " is on GPU " + mine.gpu_uuid + ", which is already prepared as " +
+                 theirs.device + " for " + describe(other.ref) + " (the MIG layout changed under it)";
         return "device " + mine.device + " is already prepared for " + describe(other.ref);
       }
     }
@@ -221,6 +244,19 @@ std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& clai
         return "device " + mine.device + " is held by claim " + uid +
                ", which the checkpoint does not record (it was unreadable) but whose CDI spec in " + options_.cdi_dir +
                " names it; it stays held until the kubelet unprepares that claim";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> ClaimStore::pending_reset_conflict_locked(const PreparedClaim& claim) const {
+  for (const auto& d : claim.devices) {
+    if (d.admin_access || !pending_resets_.contains(d.gpu_uuid)) continue;
+    const bool sets_its_own = std::any_of(claim.time_slicing.begin(), claim.time_slicing.end(),
+                                          [&](const TimeSliceSetting& s) { return s.gpu_uuid == d.gpu_uuid; });
+    if (!sets_its_own)
+      return "device " + d.device + " is on GPU " + d.gpu_uuid +
+             ", whose time-slice interval an earlier claim left set and kgpu could not reset yet (nvidia-smi "
+             "failed; see kgpu's log); it is retried at every prepare and unprepare";
   }
   return std::nullopt;
 }
@@ -264,6 +300,8 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
     return it->second;  // a concurrent call prepared it meanwhile
   if (auto conflict = conflict_locked(result))
     return Error::precondition("cannot prepare " + describe(ref) + ": " + *conflict);
+  if (auto pending = pending_reset_conflict_locked(result))
+    return Error::unavailable("cannot prepare " + describe(ref) + " yet: " + *pending);
 
   std::error_code ec;
   fs::create_directories(options_.cdi_dir, ec);
@@ -275,9 +313,15 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   std::optional<PreparedClaim> previous;
   if (auto it = claims_.find(ref.uid); it != claims_.end()) previous = it->second;
   claims_[ref.uid] = result;
+  // A GPU this claim time-slices gets the claim's interval from the caller next: a reset still
+  // pending for it would undo that later.
+  std::map<std::string, TimeSliceSetting> superseded;
+  for (const auto& s : result.time_slicing)
+    if (auto node = pending_resets_.extract(s.gpu_uuid)) superseded.insert(std::move(node));
   if (auto st = save_locked(); st) recovered_.erase(ref.uid);
   else {
     // Not recorded means not prepared: leave no spec behind that nothing would remove.
+    pending_resets_.merge(superseded);
     if (previous) claims_[ref.uid] = *previous;
     else {
       claims_.erase(ref.uid);
@@ -301,11 +345,38 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
   if (it == claims_.end()) return std::optional<PreparedClaim>();
   std::optional<PreparedClaim> released = std::move(it->second);
   claims_.erase(it);
+  // Recorded in the same write that forgets the claim: a kgpu killed before the caller runs the
+  // resets finds them at its next start.
+  std::vector<std::string> added;
+  std::vector<PreparedClaim> remaining;
+  for (const auto& [other_uid, c] : claims_) remaining.push_back(c);
+  for (auto& reset : time_slices_to_reset(remaining, *released)) {
+    std::string uuid = reset.gpu_uuid;
+    if (pending_resets_.emplace(uuid, std::move(reset)).second) added.push_back(std::move(uuid));
+  }
   if (auto st = save_locked(); !st) {
+    for (const auto& uuid : added) pending_resets_.erase(uuid);
     claims_.emplace(uid, *released);
     return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
   }
   return released;
+}
+
+std::vector<TimeSliceSetting> ClaimStore::pending_resets() const {
+  std::lock_guard lock(mu_);
+  std::vector<TimeSliceSetting> out;
+  for (const auto& [uuid, reset] : pending_resets_) out.push_back(reset);
+  return out;
+}
+
+bool ClaimStore::is_reset_pending(const std::string& gpu_uuid) const {
+  std::lock_guard lock(mu_);
+  return pending_resets_.contains(gpu_uuid);
+}
+
+void ClaimStore::reset_done(const std::string& gpu_uuid) {
+  std::lock_guard lock(mu_);
+  if (pending_resets_.erase(gpu_uuid) > 0) (void)save_locked();
 }
 
 bool ClaimStore::is_prepared(const std::string& uid) const {

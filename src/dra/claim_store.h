@@ -14,6 +14,12 @@
 //    crash left one behind.
 // The sharing a prepared claim needs (time-slice settings, an MPS daemon) is returned to the
 // caller, who applies it on prepare and undoes it with what unprepare returns.
+// Time-slice resets are the store's record, not the caller's memory: the unprepare that forgets a
+// claim records, in the same checkpoint write, the GPUs it leaves to go back to the default
+// interval (pending_resets()); the caller runs them and reports each that succeeded
+// (reset_done()). One that failed, or that a killed kgpu never ran, stays pending across restarts:
+// the caller retries it, and until it succeeds a claim using that GPU without setting an interval
+// of its own is refused (the next tenant never inherits another's interval).
 #include <functional>
 #include <map>
 #include <memory>
@@ -81,6 +87,13 @@ class ClaimStore {
   // The claim that was released (nullopt: it was not prepared), so the caller can undo its sharing.
   Result<std::optional<PreparedClaim>> unprepare(const std::string& uid);
 
+  // Time-slice resets still to run, in GPU UUID order (see above).
+  std::vector<TimeSliceSetting> pending_resets() const;
+  bool is_reset_pending(const std::string& gpu_uuid) const;
+  // The reset of `gpu_uuid` ran: forgotten, and the checkpoint written (best effort: a reset found
+  // pending again after a restart only runs once more).
+  void reset_done(const std::string& gpu_uuid);
+
   std::vector<PreparedClaim> prepared() const;  // in UID order
   // Claims found on disk but not in the checkpoint: UID -> device names (see the constructor).
   std::map<std::string, std::vector<std::string>> recovered_claims() const;
@@ -95,6 +108,7 @@ class ClaimStore {
   Status save_locked() const;
   std::string spec_path(const std::string& file) const;
   std::optional<std::string> conflict_locked(const PreparedClaim& claim) const;
+  std::optional<std::string> pending_reset_conflict_locked(const PreparedClaim& claim) const;
 
   const ClaimStoreOptions options_;
   const ClaimFetch fetch_;
@@ -104,6 +118,7 @@ class ClaimStore {
   std::shared_ptr<const NodeDevices> devices_;
   std::map<std::string, PreparedClaim> claims_;  // by UID
   std::map<std::string, std::vector<std::string>> recovered_;  // UID -> device names, from CDI specs
+  std::map<std::string, TimeSliceSetting> pending_resets_;     // by GPU UUID
   // The unreadable checkpoint could not be moved aside: it is never overwritten (nothing is saved).
   bool frozen_ = false;
   std::string frozen_reason_;

@@ -151,6 +151,8 @@ class Preparer {
       p.pool = r.pool;
       p.device = r.device;
       p.share_id = r.share_id;
+      p.gpu_uuid = d.gpu->uuid;
+      p.whole_gpu = d.mig == nullptr;
       p.cdi_device_ids = {qualified_cdi_name(claim_cdi_kind(in_.pool.driver), cdi_device_name(r.device))};
       answer_.push_back(std::move(p));
       entry = answer_.end() - 1;

@@ -34,6 +34,11 @@ struct PreparedDevice {
   std::vector<std::string> cdi_device_ids;  // fully qualified: "k8s.gpu.nvidia.com/claim=<uid>-gpu-0"
   std::optional<std::string> share_id;
   bool admin_access = false;  // prepared for an admin: may overlap other claims' devices
+  // The physical GPU behind the device, for the conflict check: a MIG re-layout renames devices,
+  // but a whole GPU held by one claim must not reach another as MIG devices. Empty in entries of
+  // checkpoints written before kgpu recorded it (compared by name only).
+  std::string gpu_uuid;
+  bool whole_gpu = false;  // the full GPU, not a MIG device of it
   bool operator==(const PreparedDevice&) const = default;
 };
 

@@ -167,8 +167,8 @@ class Builder {
       a.push_back({kPcieRootAttribute, root->second});
     a.push_back({kNvlinkIslandAttribute, islands_[position]});
     if (g.vendor == Vendor::Nvidia) {
-      a.push_back({"brand", g.brand});
-      a.push_back({"architecture", g.architecture});
+      a.push_back({"brand", nvidia_dra_brand(g.brand)});
+      a.push_back({"architecture", nvidia_dra_architecture(g.architecture)});
       if (!bus.empty()) a.push_back({"pcieBusID", bus});  // NVIDIA's name before resource.kubernetes.io/pciBusID
       add_version(a, "cudaComputeCapability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor), g.uuid);
       add_version(a, "driverVersion", inv_.driver_version, g.uuid);

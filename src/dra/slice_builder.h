@@ -78,6 +78,11 @@ std::vector<std::string> resource_slice_texts(const DriverPool& pool, const Slic
 // Helpers with rules of their own, exposed for tests.
 std::string normalize_pci_bus_id(const std::string& bus_id);       // "00000000:0F:00.0" -> "0000:0f:00.0"
 std::optional<std::string> to_semver(const std::string& version);  // "8.0" -> "8.0.0", "535.104.05" -> "535.104.5"
+// NVIDIA's DRA driver spells `brand` and `architecture` as go-nvlib does ("Nvidia", "Ada Lovelace"),
+// kgpu's inventory as GPU Feature Discovery's labels do ("nvidia", "ada-lovelace"); a selector
+// written for NVIDIA's driver compares the exact string. Empty (NVML did not say) -> "Unknown".
+std::string nvidia_dra_brand(const std::string& inventory_brand);
+std::string nvidia_dra_architecture(const std::string& inventory_architecture);
 std::string binary_si_quantity(uint64_t value);                    // 42949672960 -> "40Gi", 14 -> "14"
 // NVLink island per GPU, indexed like Inventory::gpus: "<fabric cluster UUID>.<clique>" for GPUs in a
 // registered NVLink fabric, else "nvlink-<lowest NVML index>" of the GPUs joined by NVLink (every

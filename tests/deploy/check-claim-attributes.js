@@ -56,7 +56,8 @@ function checkSelectors(where, selectors, published, problems) {
 function checkDevices(where, devices, published, problems) {
   if (!devices) return;
   for (const r of devices.requests || []) {
-    const alternatives = r.exactly ? [r.exactly] : r.firstAvailable || [];
+    // v1 and v1beta2 nest the class and selectors under `exactly`; v1beta1 has them on the request.
+    const alternatives = r.exactly ? [r.exactly] : r.firstAvailable || (r.deviceClassName !== undefined ? [r] : []);
     for (const a of alternatives) {
       if (!DEVICE_CLASSES.has(a.deviceClassName)) problems.push(`${where} request ${r.name}: deviceClassName ${a.deviceClassName} is not one kgpu's chart creates`);
       checkSelectors(`${where} request ${r.name}`, a.selectors, published, problems);

@@ -3,7 +3,9 @@
 // its apiVersion/kind (the validators the `kubernetes-models` npm package generates from the
 // upstream OpenAPI spec), then kgpu's own deployment rules, which the schema cannot express.
 // kubernetes-models 5 (Kubernetes 1.34+: it has resource.k8s.io/v1 for the DRA objects) ships ES
-// modules only, so the models are loaded with import().
+// modules only, so the models are loaded with import(). It has no resource.k8s.io/v1beta1 or
+// v1beta2: DeviceClasses and claims of those versions are checked in their v1 form plus their own
+// version's request rules.
 //
 // Usage: node validate-manifests.js FILE...     (exit 0: all valid; 1: problems, one per line)
 //
@@ -30,15 +32,95 @@ async function modelFor(apiVersion, kind) {
 }
 
 async function schemaCheck(where, doc) {
-  const Model = await modelFor(doc.apiVersion, doc.kind);
+  // kubernetes-models 5 ships resource.k8s.io/v1 only: the DRA objects of the older versions are
+  // checked in their v1 form (v1beta1/v1beta2 -> v1 is a lossless move of fields, as the API
+  // server converts them), after the rules of their own version (betaClaimRules).
+  const beta = BETA_DRA_KINDS.has(doc.kind) && /^resource\.k8s\.io\/v1beta[12]$/.test(doc.apiVersion);
+  const Model = await modelFor(beta ? 'resource.k8s.io/v1' : doc.apiVersion, doc.kind);
   if (!Model) {
     report(where, `unknown apiVersion/kind ${doc.apiVersion}/${doc.kind}`);
     return;
   }
   try {
-    new Model(doc).validate();
+    new Model(beta ? toV1(doc) : doc).validate();
   } catch (e) {
-    report(where, `schema: ${e.message}`);
+    report(where, `schema${beta ? ' (in its resource.k8s.io/v1 form)' : ''}: ${e.message}`);
+  }
+}
+
+// The DRA kinds whose v1beta1/v1beta2 forms are checked against the v1 schema.
+const BETA_DRA_KINDS = new Set(['DeviceClass', 'ResourceClaim', 'ResourceClaimTemplate']);
+// The fields of a resource.k8s.io/v1beta1 device request that v1beta2 and v1 put under `exactly`.
+const V1BETA1_EXACT_FIELDS = ['deviceClassName', 'selectors', 'allocationMode', 'count', 'adminAccess', 'tolerations', 'capacity'];
+
+function claimDevices(doc) {
+  const spec = doc.spec || {};
+  if (doc.kind === 'ResourceClaim') return spec.devices;
+  if (doc.kind === 'ResourceClaimTemplate') return (spec.spec || {}).devices;
+  return undefined;
+}
+
+// A DRA object of v1beta1 or v1beta2 in its resource.k8s.io/v1 form (a copy).
+function toV1(doc) {
+  const v1 = JSON.parse(JSON.stringify(doc));
+  const fromV1beta1 = doc.apiVersion === 'resource.k8s.io/v1beta1';
+  v1.apiVersion = 'resource.k8s.io/v1';
+  const devices = claimDevices(v1);
+  if (fromV1beta1 && devices && Array.isArray(devices.requests)) {
+    devices.requests = devices.requests.map((r) => {
+      if (!r || typeof r !== 'object') return r;
+      const moved = V1BETA1_EXACT_FIELDS.filter((f) => f in r);
+      if (!moved.length) return r;
+      const out = { ...r, exactly: { ...(r.exactly || {}) } };
+      for (const f of moved) {
+        out.exactly[f] = r[f];
+        delete out[f];
+      }
+      return out;
+    });
+  }
+  return v1;
+}
+
+// resource.k8s.io/v1beta1 device requests (Kubernetes 1.32/1.33), as the API server checks them:
+// deviceClassName, selectors, count... sit on the request itself (v1beta2 and v1 nest them under
+// `exactly`, which v1beta1 does not have), and a request has a deviceClassName or firstAvailable
+// (firstAvailable: 1.33+), not both.
+function betaClaimRules(where, doc) {
+  const devices = claimDevices(doc);
+  if (!devices || doc.apiVersion !== 'resource.k8s.io/v1beta1') return;
+  for (const r of devices.requests || []) {
+    const rw = `${where} request ${r.name}`;
+    if ('exactly' in r) report(rw, 'exactly is resource.k8s.io/v1beta2 and v1; in v1beta1 deviceClassName/selectors/count sit on the request');
+    if (!!r.deviceClassName === !!r.firstAvailable) report(rw, 'needs exactly one of deviceClassName and firstAvailable (resource.k8s.io/v1beta1)');
+  }
+}
+
+// spec.extendedResourceName of a DeviceClass (KEP-5004, Kubernetes 1.34+): the schema says only
+// "string"; the API server wants an extended resource name, which these rules check as it does: a
+// domain-prefixed name outside kubernetes.io, not starting with "requests.", that is a label key
+// once "requests." is put in front. kgpu renders it on resource.k8s.io/v1 DeviceClasses only
+// (1.32/1.33 serve v1beta1/v1beta2, which have no such field there).
+function extendedResourceNameProblem(name) {
+  if (typeof name !== 'string') return 'is not a string';
+  if (!name.includes('/')) return 'is not domain-prefixed (e.g. nvidia.com/gpu)';
+  if (name.includes('kubernetes.io/')) return 'is in the kubernetes.io domain';
+  if (name.startsWith('requests.')) return 'starts with "requests."';
+  const parts = `requests.${name}`.split('/');
+  if (parts.length !== 2) return 'has more than one "/"';
+  const dns = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+  if (parts[0].length > 253 || !dns.test(parts[0])) return 'has a domain that is not a lower-case DNS subdomain';
+  if (parts[1].length > 63 || !/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(parts[1])) return 'has a name part that is not a label name';
+  return null;
+}
+
+function deviceClassRules(where, doc) {
+  const spec = doc.spec || {};
+  if (spec.extendedResourceName === undefined) return;
+  const problem = extendedResourceNameProblem(spec.extendedResourceName);
+  if (problem) report(where, `extendedResourceName ${spec.extendedResourceName} is not an extended resource name: it ${problem}`);
+  if (doc.apiVersion !== 'resource.k8s.io/v1') {
+    report(where, `extendedResourceName in ${doc.apiVersion}: kgpu sets it on resource.k8s.io/v1 DeviceClasses only (Kubernetes 1.34+)`);
   }
 }
 
@@ -245,12 +327,12 @@ async function main(files) {
       await schemaCheck(`${where} ${doc.kind}/${doc.metadata.name}`, doc);
       if (doc.kind === 'DaemonSet') daemonSetRules(`${where} DaemonSet/${doc.metadata.name}`, doc);
       if (doc.kind === 'ValidatingAdmissionPolicy' || doc.kind === 'ValidatingAdmissionPolicyBinding') admission.push(doc);
-      if (doc.apiVersion === 'resource.k8s.io/v1') {
-        const spec = doc.spec || {};
-        if (doc.kind === 'ResourceClaim') deviceClaimRules(`${where} ResourceClaim/${doc.metadata.name}`, spec.devices);
-        if (doc.kind === 'ResourceClaimTemplate') {
-          deviceClaimRules(`${where} ResourceClaimTemplate/${doc.metadata.name}`, (spec.spec || {}).devices);
-        }
+      if (/^resource\.k8s\.io\/v1(beta[12])?$/.test(doc.apiVersion)) {
+        const ow = `${where} ${doc.kind}/${doc.metadata.name}`;
+        betaClaimRules(ow, doc);
+        const devices = claimDevices(toV1(doc));
+        if (devices) deviceClaimRules(ow, devices);
+        if (doc.kind === 'DeviceClass') deviceClassRules(ow, doc);
       }
     }
     admissionRules(file, admission);

@@ -89,6 +89,20 @@ class DraE2E : public SimE2E {
             {"spec", {{"devices", {{"requests", nlohmann::json::array()}}}}},
             {"status", {{"allocation", {{"devices", {{"results", {result}}, {"config", nlohmann::json::array()}}}}}}}};
   }
+  // A claim named after its UID whose opaque GpuConfig asks for `sharing`.
+  static nlohmann::json claim_with_sharing(const std::string& uid, const std::string& device, nlohmann::json sharing) {
+    auto c = claim(uid, device);
+    c["metadata"]["name"] = uid;
+    nlohmann::json parameters = {{"apiVersion", "resource.nvidia.com/v1beta1"}, {"kind", "GpuConfig"},
+                                 {"sharing", std::move(sharing)}};
+    c["status"]["allocation"]["devices"]["config"] = {
+        {{"source", "FromClaim"}, {"requests", {"gpu"}}, {"opaque", {{"driver", kDriver}, {"parameters", parameters}}}}};
+    return c;
+  }
+  std::string read_text(const std::string& path) const {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   std::string cdi_dir = work.file("cdi");
 };
 
@@ -230,17 +244,7 @@ TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
   const auto& [sliced, sliced_uuid] = *uuids.begin();
   const auto& [mps_device, mps_uuid] = *uuids.rbegin();
 
-  auto with_sharing = [&](const std::string& uid, const std::string& device, nlohmann::json sharing) {
-    auto c = claim(uid, device);
-    c["metadata"]["name"] = uid;
-    nlohmann::json parameters = {{"apiVersion", "resource.nvidia.com/v1beta1"}, {"kind", "GpuConfig"},
-                                 {"sharing", std::move(sharing)}};
-    c["status"]["allocation"]["devices"]["config"] = {
-        {{"source", "FromClaim"},
-         {"requests", {"gpu"}},
-         {"opaque", {{"driver", kDriver}, {"parameters", parameters}}}}};
-    return c;
-  };
+  const auto with_sharing = claim_with_sharing;
   api.put_resource_claim(with_sharing("uid-ts", sliced,
                                       {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Long"}}}}));
   api.put_resource_claim(with_sharing("uid-mps", mps_device,
@@ -276,6 +280,72 @@ TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
   EXPECT_TRUE(eventually([&] { return !fs::exists(claim_dir); }, 20s)) << supervisor.stderr_text();
   supervisor.signal(SIGTERM);
   EXPECT_EQ(supervisor.wait_exit(20s), 0) << supervisor.stderr_text();
+}
+
+// Issue 28, item 10: nvidia-smi fails when a time-sliced claim is unprepared. The claim goes (the
+// kubelet is not held up), the reset is kept in the checkpoint, another tenant of that GPU is
+// refused until it ran, and it survives a SIGKILL: the restarted kgpu runs it once nvidia-smi works.
+TEST_F(DraE2E, AFailedTimeSliceResetIsKeptAndRetriedUntilItRuns) {
+  fs::create_directories(cdi_dir);
+  const std::string calls = work.file("nvidia-smi.calls");
+  const std::string broken = work.file("nvidia-smi.broken");
+  // Records each call; fails while `broken` exists (a driver upgrade under way, a wedged GPU).
+  const std::string nvidia_smi = work.write(
+      "bin/nvidia-smi", "#!/bin/sh\necho \"$@\" >> '" + calls + "'\ntest ! -e '" + broken + "'\n");
+  fs::permissions(nvidia_smi, fs::perms::owner_all);
+  const std::string checkpoint = work.path() + "/plugins/" + kDriver + "/kgpu-claims.json";
+  FakeApiServer api("node-1", {});
+  auto options = dra_options(api, "0,1");
+  options.extra_args.insert(options.extra_args.end(), {"--dra-nvidia-smi", nvidia_smi});
+  auto plugin = start(options);
+  sim::DraKubeletSim kubelet(work.path(), 34);
+  ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 2; }, 20s)) << diagnostics(*plugin);
+  const auto [device, uuid] = *published_uuids(api).begin();
+  const std::string set_long = "compute-policy -i " + uuid + " --set-timeslice 3\n";
+  const std::string reset = "compute-policy -i " + uuid + " --set-timeslice 0\n";
+
+  api.put_resource_claim(
+      claim_with_sharing("uid-ts", device, {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Long"}}}}));
+  auto prepared = kubelet.prepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}});
+  ASSERT_TRUE(prepared);
+  ASSERT_EQ(prepared->at("uid-ts").error, "") << diagnostics(*plugin);
+  std::ofstream(broken) << "";
+  auto unprepared = kubelet.unprepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}});
+  ASSERT_TRUE(unprepared);
+  EXPECT_EQ(unprepared->at("uid-ts"), "") << "the claim is gone; its reset is the checkpoint's now";
+  EXPECT_EQ(read_text(calls), set_long + reset);
+  EXPECT_NE(read_text(checkpoint).find("pendingTimeSliceResets"), std::string::npos) << read_text(checkpoint);
+  EXPECT_NE(plugin->stderr_text().find("a time-slice reset is still pending"), std::string::npos)
+      << diagnostics(*plugin);
+
+  // The next tenant of that GPU would inherit interval Long: refused (the kubelet retries).
+  auto next = claim("uid-next", device);
+  next["metadata"]["name"] = "uid-next";
+  api.put_resource_claim(next);
+  auto refused = kubelet.prepare(kDriver, {{"team-a", "uid-next", "uid-next"}});
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused->at("uid-next").error.find("could not reset yet"), std::string::npos)
+      << refused->at("uid-next").error;
+
+  // Killed; nvidia-smi works again: the restarted kgpu runs the reset at start, then serves.
+  plugin->signal(SIGKILL);
+  (void)plugin->wait_exit(10s);
+  fs::remove(broken);
+  plugin = start(options);
+  EXPECT_TRUE(eventually([&] { return read_text(checkpoint).find("pendingTimeSliceResets") == std::string::npos; },
+                         20s))
+      << read_text(checkpoint) << diagnostics(*plugin);
+  EXPECT_TRUE(read_text(calls).ends_with(reset)) << read_text(calls);
+  sim::DraKubeletSim restarted(work.path(), 34);
+  ASSERT_TRUE(restarted.wait_for_plugin(20s)) << diagnostics(*plugin);
+  std::string last_error;
+  auto served = [&] {  // as the kubelet does, until kgpu knows its devices
+    auto answer = restarted.prepare(kDriver, {{"team-a", "uid-next", "uid-next"}});
+    last_error = answer ? answer->at("uid-next").error : answer.error().message;
+    return last_error.empty();
+  };
+  EXPECT_TRUE(eventually(served, 20s)) << last_error << diagnostics(*plugin);
 }
 
 // AMD GPUs (kgpu.dra.vendors: [amd]) are served under AMD's driver name, with their own sockets,

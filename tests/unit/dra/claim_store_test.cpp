@@ -218,6 +218,83 @@ TEST(DraClaimStore, ADeviceIsNeverPreparedForTwoClaims) {
   EXPECT_TRUE(store->prepare(ref(2)).ok());
 }
 
+// Issue 28, item 12: a whole GPU held by one claim does not reach another as MIG devices after
+// the MIG layout changed under it (the devices have other names, the hardware is the same).
+TEST(DraClaimStore, AMigReLayoutOfAHeldGpuDoesNotHandItsMigDevicesToAnotherClaim) {
+  Fixture f;
+  f.serve(1, {3});
+  auto store = f.open();
+  ASSERT_TRUE(store->prepare(ref(1)).ok());
+  const std::string gpu3_uuid = f.devices->inventory.gpus[3].uuid;
+  EXPECT_EQ(store->prepared().at(0).devices.at(0).gpu_uuid, gpu3_uuid);
+  EXPECT_TRUE(store->prepared().at(0).devices.at(0).whole_gpu);
+
+  // GPU 3 now in MIG mode: its MIG devices are published under new names.
+  auto relaid = std::make_shared<NodeDevices>(*f.devices);
+  relaid->inventory = testing::a100_node(8, 4);
+  SliceOptions o;
+  o.node_name = "node-1";
+  relaid->pool = build_publication(relaid->inventory, o)->pools.at(0);
+  store->set_devices(relaid);
+  ASSERT_EQ(relaid->inventory.gpus[3].uuid, gpu3_uuid);
+  const std::string mig_of_gpu3 = testing::mig_name(relaid->inventory, 3, 0);
+  const std::string mig_of_gpu0 = testing::mig_name(relaid->inventory, 0, 0);
+  f.claims["team-a/claim-" + uid(2)] = claim_json(uid(2), {{"gpus", mig_of_gpu3}}).dump();
+  auto refused = store->prepare(ref(2));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Error::Code::FailedPrecondition);
+  EXPECT_NE(refused.error().message.find("device " + mig_of_gpu3 + " is on GPU " + gpu3_uuid +
+                                         ", which is already prepared as " + gpu_name(f.devices->inventory, 3)),
+            std::string::npos)
+      << refused.error().message;
+  // A MIG device of another GPU is fine; once the whole-GPU claim goes, so is GPU 3's.
+  f.claims["team-a/claim-" + uid(3)] = claim_json(uid(3), {{"gpus", mig_of_gpu0}}).dump();
+  EXPECT_TRUE(store->prepare(ref(3)).ok());
+  ASSERT_TRUE(store->unprepare(uid(1)).ok());
+  EXPECT_TRUE(store->prepare(ref(2)).ok());
+}
+
+// Issue 28, item 10: the reset of a time-sliced GPU is recorded by the unprepare that forgets the
+// claim, survives a restart, blocks another tenant of that GPU until it ran, and is superseded by
+// a claim that sets an interval of its own.
+TEST(DraClaimStore, ATimeSliceResetStaysPendingUntilDoneAndGuardsTheGpu) {
+  Fixture f;
+  const json long_slices = testing::opaque_config(
+      {{"apiVersion", "resource.nvidia.com/v1beta1"},
+       {"kind", "GpuConfig"},
+       {"sharing", {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Long"}}}}}});
+  const std::string gpu1 = gpu_name(f.devices->inventory, 1);
+  const std::string gpu1_uuid = f.devices->inventory.gpus[1].uuid;
+  f.claims["team-a/claim-" + uid(1)] = claim_json(uid(1), {{"gpus", gpu1}}, json::array({long_slices})).dump();
+  f.serve(2, {1});
+  f.claims["team-a/claim-" + uid(3)] = claim_json(uid(3), {{"gpus", gpu1}}, json::array({long_slices})).dump();
+  {
+    auto store = f.open();
+    ASSERT_TRUE(store->prepare(ref(1)).ok());
+    EXPECT_TRUE(store->pending_resets().empty());
+    ASSERT_TRUE(store->unprepare(uid(1)).ok());
+    EXPECT_EQ(store->pending_resets(), (std::vector<TimeSliceSetting>{{gpu1_uuid, TimeSliceInterval::Default}}));
+  }  // kgpu dies before running it
+  auto store = f.open();
+  ASSERT_TRUE(store->is_reset_pending(gpu1_uuid)) << "kept in the checkpoint";
+  ASSERT_FALSE(store->startup_warnings().empty());
+  EXPECT_NE(store->startup_warnings().back().find(gpu1_uuid + " still waits for its time-slice interval"),
+            std::string::npos);
+  auto refused = store->prepare(ref(2));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Error::Code::Unavailable) << "the kubelet retries";
+  EXPECT_NE(refused.error().message.find("could not reset yet"), std::string::npos) << refused.error().message;
+
+  // A claim that sets its own interval on that GPU takes it over: the reset would undo it later.
+  ASSERT_TRUE(store->prepare(ref(3)).ok());
+  EXPECT_FALSE(store->is_reset_pending(gpu1_uuid));
+  ASSERT_TRUE(store->unprepare(uid(3)).ok());
+  ASSERT_TRUE(store->is_reset_pending(gpu1_uuid));
+  store->reset_done(gpu1_uuid);
+  EXPECT_FALSE(f.open()->is_reset_pending(gpu1_uuid)) << "forgotten in the checkpoint too";
+  EXPECT_TRUE(store->prepare(ref(2)).ok());
+}
+
 TEST(DraClaimStore, CorruptCheckpointStartsEmptyWithAWarningNamingThePath) {
   Fixture f;
   f.serve(1, {1});
@@ -371,14 +448,29 @@ TEST(DraClaimStore, CheckpointRoundTripsEveryField) {
   c.ref = ref(1);
   c.driver = "gpu.nvidia.com";
   c.cdi_spec_file = claim_cdi_spec_file(c.driver, c.ref.uid);
-  c.devices = {{{"a", "b"}, "node-1", "gpu-1", {"k8s.gpu.nvidia.com/claim=x-gpu-1"}, "share-1", true},
-               {{"c"}, "node-1", "gpu-2", {}, std::nullopt, false}};
+  c.devices = {{{"a", "b"}, "node-1", "gpu-1", {"k8s.gpu.nvidia.com/claim=x-gpu-1"}, "share-1", true, "GPU-1", true},
+               {{"c"}, "node-1", "gpu-2-mig-1g5gb-0", {}, std::nullopt, false, "GPU-2", false},
+               {{"d"}, "node-1", "gpu-3", {}, std::nullopt, false, "", false}};
   c.time_slicing = {{"GPU-1", TimeSliceInterval::Medium}};
   c.mps = MpsClaimRequest{c.ref.uid, {"GPU-1", "GPU-2"}, 5, {{1, 8192}}};
-  const Checkpoint in{"boot", {c, PreparedClaim{ref(2), "gpu.nvidia.com", {}, "f", {}, std::nullopt}}};
+  const Checkpoint in{"boot",
+                      {c, PreparedClaim{ref(2), "gpu.nvidia.com", {}, "f", {}, std::nullopt}},
+                      {{"GPU-4", TimeSliceInterval::Default}, {"GPU-5", TimeSliceInterval::Default}}};
   auto out = parse_checkpoint(checkpoint_text(in));
   ASSERT_TRUE(out.ok()) << out.error().message;
   EXPECT_EQ(*out, in);
+
+  // The pending resets have a checksum of their own: an edit is refused, and the claims' checksum
+  // is untouched by them (a kgpu that predates them still reads the claims).
+  json edited = json::parse(checkpoint_text(in));
+  edited["pendingTimeSliceResets"][0]["gpuUUID"] = "GPU-9";
+  EXPECT_NE(parse_checkpoint(edited.dump()).error().message.find("pendingTimeSliceResets do not match"),
+            std::string::npos);
+  json without = json::parse(checkpoint_text(in));
+  without.erase("pendingTimeSliceResets");
+  without.erase("pendingChecksum");
+  ASSERT_TRUE(parse_checkpoint(without.dump()).ok());
+  EXPECT_TRUE(parse_checkpoint(without.dump())->pending_resets.empty());
 
   json doc = json::parse(checkpoint_text(in));
   doc["version"] = 2;

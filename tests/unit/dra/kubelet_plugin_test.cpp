@@ -45,8 +45,8 @@ class KubeletPluginTest : public ::testing::Test {
       gate_.notify_all();
       gate_.wait_for(lock, std::chrono::seconds(10), [&] { return !hold_; });  // while a test holds calls
       if (c.name == "broken") return Error::not_found("ResourceClaim default/broken has no allocation");
-      PreparedDevice first{{"gpu"}, "node-1", "gpu-0", {"k8s.gpu.nvidia.com/claim=" + c.uid + "-gpu-0"}, {}, false};
-      PreparedDevice second{{}, "node-1", "gpu-1", {}, std::string("share-1"), false};
+      PreparedDevice first{{"gpu"}, "node-1", "gpu-0", {"k8s.gpu.nvidia.com/claim=" + c.uid + "-gpu-0"}, {}, false, "GPU-0", true};
+      PreparedDevice second{{}, "node-1", "gpu-1", {}, std::string("share-1"), false, "GPU-1", true};
       return std::vector<PreparedDevice>{first, second};
     };
     handler.unprepare = [this](const ClaimRef& c) -> Status {

@@ -45,8 +45,8 @@ TEST(DraSlices, FullGpusWithNvidiaAttributeNamesAndTypes) {
   EXPECT_EQ(a("type"), AttributeValue(std::string("gpu")));
   EXPECT_EQ(a("uuid"), AttributeValue(std::string("GPU-00000000-0000-4000-8000-000000000001")));
   EXPECT_EQ(a("productName"), AttributeValue(std::string("NVIDIA A100-SXM4-40GB")));
-  EXPECT_EQ(a("brand"), AttributeValue(std::string("nvidia")));
-  EXPECT_EQ(a("architecture"), AttributeValue(std::string("ampere")));
+  EXPECT_EQ(a("brand"), AttributeValue(std::string("Nvidia"))) << "go-nvlib's spelling, as NVIDIA's DRA driver";
+  EXPECT_EQ(a("architecture"), AttributeValue(std::string("Ampere")));
   EXPECT_EQ(a("cudaComputeCapability"), AttributeValue(VersionString{"8.0.0"}));
   EXPECT_EQ(a("driverVersion"), AttributeValue(VersionString{"550.54.15"}));
   EXPECT_EQ(a("cudaDriverVersion"), AttributeValue(VersionString{"12.4.0"}));
@@ -307,6 +307,21 @@ TEST(DraAttributeValues, Semver) {
   EXPECT_EQ(to_semver("1.2.3.4"), std::nullopt);
   EXPECT_EQ(to_semver("550.54.15-beta"), std::nullopt);
   EXPECT_EQ(to_semver("1..2"), std::nullopt);
+}
+
+// A selector written for NVIDIA's DRA driver (`device.attributes["gpu.nvidia.com"].architecture ==
+// "Ada Lovelace"`) compares the exact string go-nvlib gives.
+TEST(DraAttributeValues, BrandAndArchitectureAsGoNvlibSpellsThem) {
+  EXPECT_EQ(nvidia_dra_architecture("ada-lovelace"), "Ada Lovelace");
+  EXPECT_EQ(nvidia_dra_architecture("hopper"), "Hopper");
+  EXPECT_EQ(nvidia_dra_architecture("blackwell"), "Blackwell");
+  EXPECT_EQ(nvidia_dra_architecture(""), "Unknown");
+  EXPECT_EQ(nvidia_dra_architecture("fermi"), "Fermi") << "no go-nvlib entry: capitalised";
+  EXPECT_EQ(nvidia_dra_brand("tesla"), "Tesla");
+  EXPECT_EQ(nvidia_dra_brand("nvidia-cloud-gaming"), "NvidiaCloudGaming");
+  EXPECT_EQ(nvidia_dra_brand("geforce-rtx"), "GeForceRTX");
+  EXPECT_EQ(nvidia_dra_brand("nvs"), "NVS");
+  EXPECT_EQ(nvidia_dra_brand(""), "Unknown");
 }
 
 TEST(DraAttributeValues, Quantities) {

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "dra/claim_checkpoint.h"
 #include "dra/claim_sharing.h"
+#include "dra/claim_store.h"
 #include "dra/time_slicing.h"
 
 namespace kgpu::dra {
@@ -69,16 +71,52 @@ struct Recorder {
   }
 };
 
-TEST(ClaimSharing, TimeSlicesAreSetOnPrepareAndPutBackOnUnprepare) {
+TEST(ClaimSharing, TimeSlicesAreSetOnPrepare) {
   Recorder rec;
   ClaimSharing sharing({"/drv/nvidia-smi", {{"LD_PRELOAD", "/drv/libnvidia-ml.so.1"}}}, rec.runner(), ClaimMps({}));
   const auto a = claim("a", {{kGpu0, TimeSliceInterval::Medium}});
   ASSERT_TRUE(sharing.apply({a}, a).ok());
-  ASSERT_TRUE(sharing.undo({}, a).ok());
-  ASSERT_EQ(rec.runs.size(), 2u);
+  ASSERT_TRUE(sharing.undo(a).ok()) << "no MPS daemon to stop; the reset is the store's (pending)";
+  ASSERT_EQ(rec.runs.size(), 1u);
   EXPECT_EQ(rec.runs[0], set_timeslice_argv("/drv/nvidia-smi", {kGpu0, TimeSliceInterval::Medium}));
-  EXPECT_EQ(rec.runs[1], set_timeslice_argv("/drv/nvidia-smi", {kGpu0, TimeSliceInterval::Default}));
   EXPECT_EQ(rec.env.at("LD_PRELOAD"), "/drv/libnvidia-ml.so.1");
+}
+
+// The resets a store keeps pending (here: found in its checkpoint at start) are run; one that
+// fails stays pending for the next call, one that succeeds is forgotten there too.
+TEST(ClaimSharing, PendingResetsRunUntilTheySucceed) {
+  const fs::path root = fs::temp_directory_path() / ("kgpu-resets-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "plugin");
+  const ClaimStoreOptions options{"gpu.nvidia.com", (root / "plugin/claims.json").string(), (root / "cdi").string(),
+                                  "boot-1"};
+  std::ofstream(options.checkpoint_path)
+      << checkpoint_text({"boot-1", {}, {{kGpu0, TimeSliceInterval::Default}, {kGpu1, TimeSliceInterval::Default}}});
+  const ClaimFetch no_fetch = [](const std::string&, const std::string&) -> Result<std::string> {
+    return Error::not_found("no API server in this test");
+  };
+  ClaimStore store(options, no_fetch);
+  ASSERT_EQ(store.pending_resets().size(), 2u);
+
+  Recorder rec;
+  ClaimSharing sharing({"nvidia-smi", {}}, rec.runner(), ClaimMps({}));
+  rec.fail = true;
+  auto failed = sharing.run_pending_resets(store);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().message, "cannot set time-slice interval Default on " + kGpu0 + ": exited with status 6");
+  EXPECT_EQ(rec.runs.size(), 2u) << "every pending reset is tried, not only up to the first failure";
+  EXPECT_EQ(store.pending_resets().size(), 2u);
+
+  rec.fail = false;
+  ASSERT_TRUE(sharing.run_pending_resets(store).ok());
+  ASSERT_EQ(rec.runs.size(), 4u);
+  EXPECT_EQ(rec.runs[2], set_timeslice_argv("nvidia-smi", {kGpu0, TimeSliceInterval::Default}));
+  EXPECT_EQ(rec.runs[3], set_timeslice_argv("nvidia-smi", {kGpu1, TimeSliceInterval::Default}));
+  EXPECT_TRUE(store.pending_resets().empty());
+  EXPECT_TRUE(ClaimStore(options, no_fetch).pending_resets().empty()) << "forgotten in the checkpoint";
+  ASSERT_TRUE(sharing.run_pending_resets(store).ok());
+  EXPECT_EQ(rec.runs.size(), 4u) << "nothing pending: nothing run";
+  fs::remove_all(root);
 }
 
 TEST(ClaimSharing, AFailedTimeSliceIsAnErrorThatSaysWhatAndStartsNoMpsDaemon) {
