@@ -2,7 +2,8 @@
 # Validates kgpu's deployment files without a cluster or a Docker engine (ctest runs each mode as
 # its own test; see tests/deploy/CMakeLists.txt):
 #   validate-deploy.sh static                      every deploy/static manifest against the Kubernetes schemas
-#   validate-deploy.sh examples                    every deploy/examples file (DRA claims and pods) likewise
+#   validate-deploy.sh examples                    every deploy/examples file (DRA claims and pods, v1 and
+#                                                  v1beta1/) likewise
 #   validate-deploy.sh helm RENDERER VALUES.yaml   render the chart with VALUES, validate every object and
 #                                                  check tests/deploy/expect/<VALUES name>.txt
 #   validate-deploy.sh values RENDERER             render with each tests/deploy/values file and check its
@@ -69,10 +70,20 @@ case "$mode" in
     ;;
   examples)
     need_node_modules
-    validate "$root"/deploy/examples/*.yaml
+    # resource.k8s.io/v1 claims, and their v1beta1 forms for Kubernetes 1.32/1.33 (checked in
+    # their v1 form plus v1beta1's own request rules: validate-manifests.js).
+    validate "$root"/deploy/examples/*.yaml "$root"/deploy/examples/v1beta1/*.yaml
+    # Every v1 example has its v1beta1 form, and no v1beta1 file is without its v1 example.
+    for f in "$root"/deploy/examples/*.yaml "$root"/deploy/examples/v1beta1/*.yaml; do
+      name="$(basename "$f")"
+      if [ ! -f "$root/deploy/examples/$name" ] || [ ! -f "$root/deploy/examples/v1beta1/$name" ]; then
+        echo "FAIL: deploy/examples/$name and deploy/examples/v1beta1/$name must both exist" >&2
+        exit 1
+      fi
+    done
     # Claims and DeviceClasses name only attributes/capacities kgpu publishes (its golden slices).
     node "$deploy_tests/check-claim-attributes.js" "$root"/tests/fixtures/golden/dra/*.json -- \
-      "$root"/deploy/examples/*.yaml "$root/deploy/static/kgpu-dra.yaml"
+      "$root"/deploy/examples/*.yaml "$root"/deploy/examples/v1beta1/*.yaml "$root/deploy/static/kgpu-dra.yaml"
     ;;
   helm)
     renderer="$2"
@@ -155,6 +166,12 @@ case "$mode" in
     expect_failure "broken DRA claims" "count must be integer" "needs exactly one of exactly and firstAvailable" \
       "matchAttribute nvlinkIsland is not a fully qualified" "cel must have required property expression" -- \
       validate "$deploy_tests/bad/broken-claims.yaml"
+    expect_failure "broken v1beta1 claims and extendedResourceName" \
+      "exactly is resource.k8s.io/v1beta2 and v1" "needs exactly one of deviceClassName and firstAvailable" \
+      "schema (in its resource.k8s.io/v1 form): data/spec/devices/requests/0/exactly/count must be integer" \
+      "extendedResourceName kubernetes.io/gpu is not an extended resource name" \
+      "extendedResourceName in resource.k8s.io/v1beta1" -- \
+      validate "$deploy_tests/bad/claims-v1beta1-broken.yaml"
     expect_failure "claims naming what kgpu does not publish" "attribute gpu.nvidia.com/migProfile" \
       "capacity kgpu.io/memory" "matchAttribute kgpu.io/nvswitchIsland" "deviceClassName nvidia-mig" -- \
       node "$deploy_tests/check-claim-attributes.js" "$root"/tests/fixtures/golden/dra/*.json -- \
@@ -165,6 +182,30 @@ case "$mode" in
       "$renderer" -f "$deploy_tests/bad/values-dra-bad-driver.yaml" "$chart"
     expect_failure "unknown DRA vendor" "dra.vendors" "\"habana\" is not nvidia, amd or intel" -- \
       "$renderer" -f "$deploy_tests/bad/values-dra-bad-vendor.yaml" "$chart"
+    # DeviceClass extendedResourceName (KEP-5004): v1 only, a valid name, and never next to the
+    # device-plugin API's own nvidia.com/gpu.
+    expect_failure "extendedResourceName on a v1beta1 DeviceClass" "dra.extendedResourceName" \
+      "resource.k8s.io/v1beta1 is for Kubernetes 1.32/1.33, which have no such field" -- \
+      "$renderer" -f "$deploy_tests/bad/values-dra-ern-v1beta1.yaml" "$chart"
+    expect_failure "extendedResourceName next to the device-plugin API" "dra.extendedResourceName" \
+      "dra.gpus" "dra.devicePlugin: true" "two providers of one resource" -- \
+      "$renderer" -f "$deploy_tests/bad/values-dra-ern-device-plugin.yaml" "$chart"
+    expect_failure "extendedResourceName in kubernetes.io" "\"kubernetes.io/gpu\" is not an extended resource name" \
+      "kubernetes.io domain" -- "$renderer" -f "$deploy_tests/bad/values-dra-ern-format.yaml" "$chart"
+    # NVIDIA's DRA chart values kgpu cannot honour: refused with what to do instead (issue 29).
+    expect_failure "NVIDIA DRA ComputeDomains" "resources.computeDomains.enabled" \
+      "does not implement NVIDIA's ComputeDomains" -- \
+      "$renderer" -f "$deploy_tests/bad/values-nvidia-dra-compute-domains.yaml" "$chart"
+    expect_failure "NVIDIA DRA feature gate" "featureGates.DynamicMIG: true is not supported" \
+      "kgpu publishes the MIG devices that exist" -- \
+      "$renderer" -f "$deploy_tests/bad/values-nvidia-dra-feature-gate.yaml" "$chart"
+    expect_failure "NVIDIA DRA kubelet folders" "kubeletPlugin.kubeletPluginsDirectoryPath" \
+      "/var/lib/k0s/kubelet/plugins" "the only one the chart mounts" -- \
+      "$renderer" -f "$deploy_tests/bad/values-nvidia-dra-kubelet-root.yaml" "$chart"
+    expect_failure "NVIDIA DRA webhook" "webhook.enabled: kgpu has no admission webhook" -- \
+      "$renderer" -f "$deploy_tests/bad/values-nvidia-dra-webhook.yaml" "$chart"
+    expect_failure "NVIDIA DRA switch against kgpu's" "resources.gpus.enabled: false" "contradicts dra.enabled: true" -- \
+      "$renderer" -f "$deploy_tests/bad/values-nvidia-dra-contradiction.yaml" "$chart"
     # values.schema.json refuses unknown keys and wrong types (Helm validates it before rendering);
     # NVIDIA chart keys kgpu cannot honour fail with what to use instead (issue 30).
     expect_failure "misspelled key" "values don't meet the specifications" \

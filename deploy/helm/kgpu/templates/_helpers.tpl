@@ -124,7 +124,7 @@ default
      whose per-claim control daemons `kgpu mps-daemon` runs (requests under <mps.root>/dra-requests/).
      Never with mps.enabled false. The one place that decides it: every MPS part of the chart uses it. */}}
 {{- define "kgpu.mpsDaemon" -}}
-{{- if and (not (include "kgpu.labelsOnly" .)) (or (include "kgpu.mpsMayBeUsed" .) (and .Values.dra.enabled .Values.mps.enabled)) -}}true{{- end -}}
+{{- if and (not (include "kgpu.labelsOnly" .)) (or (include "kgpu.mpsMayBeUsed" .) (and (include "kgpu.draEnabled" .) .Values.mps.enabled)) -}}true{{- end -}}
 {{- end -}}
 
 {{/* The container securityContext: the user's, else NVIDIA's rules, least privilege by default.
@@ -218,10 +218,10 @@ capabilities:
     fieldRef:
       fieldPath: spec.nodeName
 - name: KGPU_LOG_LEVEL
-  value: {{ .Values.logging.level | quote }}
+  value: {{ include "kgpu.logLevel" . | quote }}
 - name: KGPU_LOG_FORMAT
   value: {{ .Values.logging.format | quote }}
-{{- if .Values.dra.enabled }}
+{{- if include "kgpu.draEnabled" . }}
 # DRA driver (kgpu plugin --dra); it reads ResourceClaims and writes ResourceSlices
 # through the API server with this pod's service account. Part of the config: it
 # decides which GPUs the device-plugin API (and so its MPS daemons) serves.
@@ -308,9 +308,9 @@ capabilities:
 - name: DEVICE_DISCOVERY_STRATEGY
   value: {{ .Values.deviceDiscoveryStrategy | quote }}
 {{- end }}
-{{- if not (kindIs "invalid" .Values.cdi.nvidiaHookPath) }}
+{{- with include "kgpu.cdiHookPath" . }}
 - name: NVIDIA_CDI_HOOK_PATH
-  value: {{ .Values.cdi.nvidiaHookPath | quote }}
+  value: {{ . | quote }}
 {{- end }}
 {{- end -}}
 
@@ -350,6 +350,8 @@ capabilities:
      what to do instead, never a silent no-op (values.schema.json accepts them only for this).
      Values equal to NVIDIA's own defaults mean nothing and pass. */}}
 {{- define "kgpu.nvidiaCompat" -}}
+{{- include "kgpu.nvidiaDraCompat" . -}}
+{{- $_ := include "kgpu.draExtendedResourceName" . -}}
 {{- $nfd := default dict .Values.nfd -}}
 {{- if or (gt (len (omit $nfd "enabled")) 0) (eq (toString (index $nfd "enabled")) "true") -}}
 {{- fail "nfd.*: kgpu's chart does not bundle node-feature-discovery (NVIDIA's chart's nfd subchart). Install it as its own release (helm install nfd oci://registry.k8s.io/nfd/charts/node-feature-discovery -n node-feature-discovery --create-namespace), move these nfd.* values there, and keep gfd.enabled: true here (kgpu writes the labels file NFD reads)" -}}
@@ -373,7 +375,7 @@ capabilities:
 {{- if not .Values.gfd.enabled -}}
 {{- fail "devicePlugin.enabled: false with gfd.enabled: false deploys nothing; set gfd.enabled: true for labels only, or devicePlugin.enabled: true" -}}
 {{- end -}}
-{{- if .Values.dra.enabled -}}
+{{- if include "kgpu.draEnabled" . -}}
 {{- fail "devicePlugin.enabled: false runs the labeller only; for DRA without the device-plugin API set dra.enabled: true and dra.devicePlugin: false instead" -}}
 {{- end -}}
 {{- if .Values.metrics.enabled -}}
@@ -397,4 +399,221 @@ capabilities:
 - name: GFD_NO_TIMESTAMP
   value: {{ . | quote }}
 {{- end }}
+{{- end -}}
+
+{{/* ---- NVIDIA's DRA driver chart (dra-driver-nvidia-gpu) values, under NVIDIA's names ----
+     Each one either reaches the kgpu value with the same meaning (through the helpers below, the
+     only readers of those kgpu values), or fails the render naming what to use instead. Values
+     equal to NVIDIA's defaults that mean nothing for kgpu pass. README, "Migrating from NVIDIA's
+     DRA driver chart". */}}
+
+{{/* NVIDIA's resources.gpus.enabled as "true", "false" or "" (not given). */}}
+{{- define "kgpu.nvidiaDraGpus" -}}
+{{- $resources := default dict .Values.resources -}}
+{{- $gpus := default dict (get $resources "gpus") -}}
+{{- if hasKey $gpus "enabled" -}}{{ toString (get $gpus "enabled") }}{{- end -}}
+{{- end -}}
+
+{{/* "true" when kgpu is a DRA driver: dra.enabled, or NVIDIA's resources.gpus.enabled: true. */}}
+{{- define "kgpu.draEnabled" -}}
+{{- $nvidia := include "kgpu.nvidiaDraGpus" . -}}
+{{- if and (eq $nvidia "false") .Values.dra.enabled -}}
+{{- fail "resources.gpus.enabled: false (NVIDIA's DRA chart) contradicts dra.enabled: true; keep one of them (kgpu's key is dra.enabled)" -}}
+{{- end -}}
+{{- if or .Values.dra.enabled (eq $nvidia "true") -}}true{{- end -}}
+{{- end -}}
+
+{{/* The DeviceClasses' API version: dra.deviceClassApiVersion, or NVIDIA's resourceApiVersion; checked. */}}
+{{- define "kgpu.draApiVersion" -}}
+{{- $apiVersion := toString .Values.dra.deviceClassApiVersion -}}
+{{- with .Values.resourceApiVersion -}}
+{{- if and (ne $apiVersion "resource.k8s.io/v1") (ne $apiVersion (toString .)) -}}
+{{- fail (printf "resourceApiVersion (NVIDIA's DRA chart) %q contradicts dra.deviceClassApiVersion %q; keep one of them (kgpu's key is dra.deviceClassApiVersion)" (toString .) $apiVersion) -}}
+{{- end -}}
+{{- $apiVersion = toString . -}}
+{{- end -}}
+{{- if not (has $apiVersion (list "resource.k8s.io/v1" "resource.k8s.io/v1beta2" "resource.k8s.io/v1beta1")) -}}
+{{- fail (printf "dra.deviceClassApiVersion: %q is not resource.k8s.io/v1, v1beta2 or v1beta1" $apiVersion) -}}
+{{- end -}}
+{{- $apiVersion -}}
+{{- end -}}
+
+{{/* dra.extendedResourceName, checked ("" when not set): a valid extended resource name (a
+     domain-prefixed name outside kubernetes.io, without the "requests." prefix, that is a label
+     key once "requests." is put in front, as the API server checks it), on a v1 DeviceClass the
+     chart creates, and no second provider of the name on the node. */}}
+{{- define "kgpu.draExtendedResourceName" -}}
+{{- $name := toString (default "" .Values.dra.extendedResourceName) -}}
+{{- if $name -}}
+{{- $key := "dra.extendedResourceName" -}}
+{{- if not (include "kgpu.draEnabled" .) -}}
+{{- fail (printf "%s: %q names DRA's GPUs for pods' extended resource requests; it needs dra.enabled: true" $key $name) -}}
+{{- end -}}
+{{- if not .Values.dra.deviceClasses -}}
+{{- fail (printf "%s: the chart creates no DeviceClass with dra.deviceClasses: false; set spec.extendedResourceName on your own gpu.nvidia.com DeviceClass instead" $key) -}}
+{{- end -}}
+{{- if not (has "nvidia" (splitList "," (include "kgpu.draVendors" .))) -}}
+{{- fail (printf "%s: it is set on the DeviceClass gpu.nvidia.com, which needs nvidia in dra.vendors" $key) -}}
+{{- end -}}
+{{- $apiVersion := include "kgpu.draApiVersion" . -}}
+{{- if ne $apiVersion "resource.k8s.io/v1" -}}
+{{- fail (printf "%s: DeviceClass spec.extendedResourceName needs Kubernetes 1.34+ (feature gate DRAExtendedResource) and resource.k8s.io/v1 DeviceClasses; %s is for Kubernetes 1.32/1.33, which have no such field: set dra.deviceClassApiVersion: resource.k8s.io/v1 or remove %s" $key $apiVersion $key) -}}
+{{- end -}}
+{{- $problem := "" -}}
+{{- $parts := splitList "/" $name -}}
+{{- if not (contains "/" $name) -}}
+{{- $problem = "is not domain-prefixed (e.g. nvidia.com/gpu)" -}}
+{{- else if contains "kubernetes.io/" $name -}}
+{{- $problem = "is in the kubernetes.io domain, which is reserved for Kubernetes' own resources" -}}
+{{- else if hasPrefix "requests." $name -}}
+{{- $problem = "starts with \"requests.\" (reserved for quota names)" -}}
+{{- else if ne (len $parts) 2 -}}
+{{- $problem = "has more than one \"/\"" -}}
+{{- else if or (gt (len (printf "requests.%s" (index $parts 0))) 253) (not (regexMatch `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$` (index $parts 0))) -}}
+{{- $problem = "has a domain that is not a lower-case DNS subdomain" -}}
+{{- else if or (gt (len (index $parts 1)) 63) (not (regexMatch `^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$` (index $parts 1))) -}}
+{{- $problem = "has a name part that is not 1-63 letters, digits, '-', '_' or '.' starting and ending with a letter or digit" -}}
+{{- end -}}
+{{- if $problem -}}
+{{- fail (printf "%s: %q is not an extended resource name: it %s" $key $name $problem) -}}
+{{- end -}}
+{{- if and (eq $name "nvidia.com/gpu") (not (include "kgpu.labelsOnly" .)) .Values.dra.devicePlugin .Values.dra.gpus -}}
+{{- fail (printf "%s: nvidia.com/gpu is also what kgpu's device-plugin API serves for the GPUs outside dra.gpus (dra.devicePlugin: true): the kubelet would see two providers of one resource on the node. Set dra.devicePlugin: false, or empty dra.gpus (DRA then serves every NVIDIA GPU and the device-plugin API none), or choose another name" $key) -}}
+{{- end -}}
+{{- $name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The CDI hook path: cdi.nvidiaHookPath, or NVIDIA's DRA chart's nvidiaCDIHookPath; "" when neither. */}}
+{{- define "kgpu.cdiHookPath" -}}
+{{- $kgpu := "" -}}
+{{- if not (kindIs "invalid" .Values.cdi.nvidiaHookPath) -}}{{- $kgpu = toString .Values.cdi.nvidiaHookPath -}}{{- end -}}
+{{- $nvidia := toString (default "" .Values.nvidiaCDIHookPath) -}}
+{{- if and $kgpu $nvidia (ne $kgpu $nvidia) -}}
+{{- fail (printf "nvidiaCDIHookPath (NVIDIA's DRA chart) %q contradicts cdi.nvidiaHookPath %q; keep one of them (kgpu's key is cdi.nvidiaHookPath)" $nvidia $kgpu) -}}
+{{- end -}}
+{{- default $nvidia $kgpu -}}
+{{- end -}}
+
+{{/* The log level: logging.level, or NVIDIA's logVerbosity (klog -v) mapped onto it: 0-4 info
+     (NVIDIA's default is 4), 5-6 debug, 7 and more trace. */}}
+{{- define "kgpu.logLevel" -}}
+{{- $level := toString .Values.logging.level -}}
+{{- if not (kindIs "invalid" .Values.logVerbosity) -}}
+{{- $v := toString .Values.logVerbosity -}}
+{{- if not (regexMatch `^[0-9]+$` $v) -}}
+{{- fail (printf "logVerbosity (NVIDIA's DRA chart): %q is not a number 0 or more" $v) -}}
+{{- end -}}
+{{- $mapped := "info" -}}
+{{- if ge (atoi $v) 7 -}}{{- $mapped = "trace" -}}{{- else if ge (atoi $v) 5 -}}{{- $mapped = "debug" -}}{{- end -}}
+{{- if and (ne $level "info") (ne $level $mapped) -}}
+{{- fail (printf "logVerbosity (NVIDIA's DRA chart) %s means logging.level %s, which contradicts logging.level %s; keep one of them" $v $mapped $level) -}}
+{{- end -}}
+{{- $level = $mapped -}}
+{{- end -}}
+{{- $level -}}
+{{- end -}}
+
+{{/* A pod-level value that NVIDIA's DRA chart has under kubeletPlugin.<key>: that one when given,
+     else kgpu's top-level <key>; as YAML, "" when empty. Called with (list $ key). For keys whose
+     kgpu default is empty (nodeSelector, podAnnotations, podSecurityContext) both set and
+     different fail the render. */}}
+{{- define "kgpu.podValue" -}}
+{{- $root := index . 0 -}}
+{{- $key := index . 1 -}}
+{{- $value := index $root.Values $key -}}
+{{- $plugin := default dict $root.Values.kubeletPlugin -}}
+{{- if hasKey $plugin $key -}}
+{{- $nvidia := get $plugin $key -}}
+{{- if and (has $key (list "nodeSelector" "podAnnotations" "podSecurityContext")) $value $nvidia (not (deepEqual $value $nvidia)) -}}
+{{- fail (printf "kubeletPlugin.%s (NVIDIA's DRA chart) contradicts %s; keep one of them (kgpu's key is %s)" $key $key $key) -}}
+{{- end -}}
+{{- $value = $nvidia -}}
+{{- end -}}
+{{- if $value -}}{{ toYaml $value }}{{- end -}}
+{{- end -}}
+
+{{/* The kgpu container's resources: resources without NVIDIA's resources.gpus / resources.computeDomains
+     switches, or NVIDIA's kubeletPlugin.containers.gpus.resources; as YAML, "" when empty. */}}
+{{- define "kgpu.containerResources" -}}
+{{- $kgpu := omit (default dict .Values.resources) "gpus" "computeDomains" -}}
+{{- $nvidia := dict -}}
+{{- with .Values.kubeletPlugin -}}{{- with .containers -}}{{- with .gpus -}}{{- $nvidia = default dict .resources -}}{{- end -}}{{- end -}}{{- end -}}
+{{- if and $kgpu $nvidia (not (deepEqual $kgpu $nvidia)) -}}
+{{- fail "kubeletPlugin.containers.gpus.resources (NVIDIA's DRA chart) contradicts resources; keep one of them (kgpu's key is resources)" -}}
+{{- end -}}
+{{- with (default $nvidia $kgpu) -}}{{ toYaml . }}{{- end -}}
+{{- end -}}
+
+{{/* NVIDIA DRA chart values kgpu cannot honour: a render error naming what to do instead. */}}
+{{- define "kgpu.nvidiaDraCompat" -}}
+{{- $resources := default dict .Values.resources -}}
+{{- $domains := default dict (get $resources "computeDomains") -}}
+{{- if eq (toString (get $domains "enabled")) "true" -}}
+{{- fail "resources.computeDomains.enabled: kgpu does not implement NVIDIA's ComputeDomains (driver compute-domain.nvidia.com, IMEX channels for multi-node NVLink); set resources.computeDomains.enabled: false. kgpu serves GPUs only (resources.gpus.enabled / dra.enabled)" -}}
+{{- end -}}
+{{- with .Values.altProcDevices -}}
+{{- fail "altProcDevices: kgpu has no alternate /proc/devices (a mock-NVML testing aid of NVIDIA's chart); remove altProcDevices" -}}
+{{- end -}}
+{{- $webhook := default dict .Values.webhook -}}
+{{- if eq (toString (get $webhook "enabled")) "true" -}}
+{{- fail "webhook.enabled: kgpu has no admission webhook; it checks a claim's opaque config (GpuConfig, MigDeviceConfig) when it prepares the claim and refuses a bad one with the reason, which the pod's events show. Set webhook.enabled: false" -}}
+{{- end -}}
+{{- /* featureGates: per gate, the values that match what kgpu does (NVIDIA's defaults included),
+     then why others do not. The ComputeDomain gates mean nothing without ComputeDomains (refused above). */ -}}
+{{- $gates := dict
+  "TimeSlicingSettings" (list "true" "false" "kgpu always applies a claim's timeSlicingConfig")
+  "MPSSupport" (list "true" "false" "kgpu serves MPS claims while mps.enabled")
+  "NVMLDeviceHealthCheck" (list "true" "false" "kgpu always watches GPU health (health.disableHealthChecks turns XIDs off)")
+  "PassthroughSupport" (list "false" "kgpu does not publish VFIO (passthrough) devices")
+  "DynamicMIG" (list "false" "kgpu publishes the MIG devices that exist; partition GPUs with NVIDIA's MIG manager or nvidia-smi")
+  "DeviceMetadata" (list "false" "kgpu does not write device metadata")
+  "IMEXDaemonsWithDNSNames" (list "true" "false" "ComputeDomains only")
+  "ComputeDomainCliques" (list "true" "false" "ComputeDomains only")
+  "CrashOnNVLinkFabricErrors" (list "true" "false" "ComputeDomains only") -}}
+{{- range $gate, $value := (default dict .Values.featureGates) -}}
+{{- $known := get $gates $gate -}}
+{{- if not $known -}}
+{{- fail (printf "featureGates.%s: not a feature gate of NVIDIA's DRA driver that kgpu knows; remove it" $gate) -}}
+{{- end -}}
+{{- if not (has (toString $value) (initial $known)) -}}
+{{- fail (printf "featureGates.%s: %v is not supported: %s; remove it" $gate $value (last $known)) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (eq (toString (get (default dict .Values.featureGates) "MPSSupport")) "true") (not .Values.mps.enabled) -}}
+{{- fail "featureGates.MPSSupport: true contradicts mps.enabled: false (kgpu's key for MPS)" -}}
+{{- end -}}
+{{- $plugin := default dict .Values.kubeletPlugin -}}
+{{- $paths := dict "kubeletRegistrarDirectoryPath" "/var/lib/kubelet/plugins_registry" "kubeletPluginsDirectoryPath" "/var/lib/kubelet/plugins" -}}
+{{- range $key, $want := $paths -}}
+{{- $got := toString (default $want (get $plugin $key)) -}}
+{{- if ne (trimSuffix "/" $got) $want -}}
+{{- fail (printf "kubeletPlugin.%s: %q is not supported; kgpu's DRA sockets are under the kubelet root /var/lib/kubelet (%s), the only one the chart mounts" $key $got $want) -}}
+{{- end -}}
+{{- end -}}
+{{- $metrics := default dict (get $plugin "metrics") -}}
+{{- if or (not (has (toString (default ":8080" (get $metrics "gpuHttpEndpoint"))) (list ":8080"))) (ne (toString (default "/metrics" (get $metrics "metricsPath"))) "/metrics") -}}
+{{- fail "kubeletPlugin.metrics: kgpu's metrics are its own (metrics.enabled, metrics.port; path /metrics), not NVIDIA's DRA request metrics; remove kubeletPlugin.metrics and set metrics.*" -}}
+{{- end -}}
+{{- $policy := default dict (get $plugin "networkPolicy") -}}
+{{- if eq (toString (get $policy "enabled")) "true" -}}
+{{- fail "kubeletPlugin.networkPolicy.enabled: kgpu's chart creates no NetworkPolicy; set it false and write one for the kgpu pods if you need it (they reach only the API server; metrics.port is served when metrics.enabled)" -}}
+{{- end -}}
+{{- $containers := default dict (get $plugin "containers") -}}
+{{- $gpus := default dict (get $containers "gpus") -}}
+{{- with get $gpus "env" -}}
+{{- fail "kubeletPlugin.containers.gpus.env: NVIDIA's environment variables mean nothing to kgpu; set kgpu's values (or a config in config.map) instead" -}}
+{{- end -}}
+{{- $sc := get $gpus "securityContext" -}}
+{{- if and $sc (not (deepEqual $sc (dict "privileged" true))) -}}
+{{- fail "kubeletPlugin.containers.gpus.securityContext: kgpu computes a least-privilege securityContext (NVIDIA's default privileged: true is not needed); to override it use securityContext" -}}
+{{- end -}}
+{{- $port := get $gpus "healthcheckPort" -}}
+{{- if and (not (kindIs "invalid" $port)) (gt (int $port) 0) (ne (int $port) 51516) -}}
+{{- fail "kubeletPlugin.containers.gpus.healthcheckPort: kgpu has no gRPC health port; its probes are HTTP /healthz and /readyz on metrics.port with metrics.enabled" -}}
+{{- end -}}
+{{- $init := default dict (get $containers "init") -}}
+{{- if or (get $init "securityContext") (get $init "resources") -}}
+{{- fail "kubeletPlugin.containers.init: kgpu runs no init container; remove it" -}}
+{{- end -}}
 {{- end -}}
