@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
 
+#include "cdi/cdi.h"
 #include "core/unique_fd.h"
 #include "dra/api_share.h"
 #include "dra/claim_sharing.h"
@@ -57,9 +59,31 @@ struct DraWiring::Impl {
   UniqueFd cancel{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};  // readable once stop() began: ends a program run
   std::mutex mu;
   std::string last_share_problem;  // unmatched kgpu.dra.gpus entries, logged once per change
+  // The driver files claim specs inject, as the device-plugin spec does; scanned again only when
+  // the driver version or a root changes (a scan lists the driver's library folder).
+  std::string driver_files_key;
+  std::optional<DriverFiles> driver_files;
 
   bool serves(const std::string& driver) const {
     return std::any_of(drivers.begin(), drivers.end(), [&](const ServedDriver& d) { return d.name == driver; });
+  }
+
+  std::optional<DriverFiles> driver_files_for(const Config& config, const Inventory& inventory) {
+    if (inventory.driver_version.empty()) return std::nullopt;  // no NVIDIA driver on this node
+    std::string key = cdi_scan_root(config) + "|" + config.dev_root() + "|" + inventory.driver_version;
+    if (key == driver_files_key) return driver_files;
+    driver_files_key = std::move(key);
+    auto files = scan_driver_files(config, inventory);
+    if (!files) {
+      spdlog::warn("DRA: claim CDI specs carry no driver files ({}); a container gets CUDA only from a runtime that "
+                   "reads NVIDIA_VISIBLE_DEVICES (nvidia-container-runtime)",
+                   files.error().message);
+      driver_files.reset();
+    } else {
+      for (const auto& w : files->warnings) spdlog::warn("DRA: claim CDI specs: {}", w);
+      driver_files = std::move(*files);
+    }
+    return driver_files;
   }
 
   std::vector<bool> owned(const Inventory& inventory) {
@@ -213,6 +237,7 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
       if (pool.driver == driver.name) devices->pool = pool;
     devices->config = config;
     devices->inventory = inventory;
+    if (driver.name == s.slice_options.drivers.nvidia) devices->driver_files = s.driver_files_for(config, inventory);
     driver.store->set_devices(std::move(devices));
   }
   if (s.publisher) s.publisher->publish(std::move(pools));

@@ -282,6 +282,44 @@ TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
   EXPECT_EQ(supervisor.wait_exit(20s), 0) << supervisor.stderr_text();
 }
 
+// Issue 29, item 1: with a plain CDI runtime (containerd 2, CRI-O without NVIDIA's runtime) a DRA
+// container gets CUDA only from its claim's spec: the driver's libraries, binaries, firmware and
+// the hooks come with it, found as the device-plugin spec finds them and with its hook path.
+TEST_F(DraE2E, ClaimSpecsCarryTheDriverFilesAsTheDevicePluginSpecDoes) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  auto options = dra_options(api, "0,1");
+  options.extra_args.insert(options.extra_args.end(),
+                            {"--container-driver-root", std::string(KGPU_FIXTURES_DIR) + "/driver-root",
+                             "--nvidia-ctk-path", "/opt/hooks/nvidia-ctk"});
+  auto plugin = start(options);
+  sim::DraKubeletSim kubelet(work.path(), 34);
+  ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 2; }, 20s)) << diagnostics(*plugin);
+  const std::string device = *published(api).begin();
+  api.put_resource_claim(claim("uid-files", device));
+  std::string error = "not prepared";
+  auto prepared = [&] {  // as the kubelet does, until kgpu knows its devices
+    auto answer = kubelet.prepare(kDriver, {{"team-a", "train", "uid-files"}});
+    error = answer ? answer->at("uid-files").error : answer.error().message;
+    return error.empty();
+  };
+  ASSERT_TRUE(eventually(prepared, 20s)) << error << diagnostics(*plugin);
+  const auto spec = nlohmann::json::parse(read_text(cdi_dir + "/kgpu-k8s.gpu.nvidia.com-claim_uid-files.json"));
+  const auto& edits = spec["containerEdits"];
+  std::set<std::string> mounted;
+  for (const auto& m : edits.value("mounts", nlohmann::json::array())) mounted.insert(m.value("containerPath", ""));
+  EXPECT_TRUE(mounted.count("/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15")) << edits.dump(1);
+  EXPECT_TRUE(mounted.count("/usr/bin/nvidia-smi")) << edits.dump(1);
+  EXPECT_TRUE(mounted.count("/lib/firmware/nvidia/550.54.15/gsp_ga10x.bin")) << edits.dump(1);
+  ASSERT_FALSE(edits.value("hooks", nlohmann::json::array()).empty()) << edits.dump(1);
+  EXPECT_EQ(edits["hooks"][0].value("path", ""), "/opt/hooks/nvidia-ctk");
+  // Still the claim's own GPU for runtimes that read the variable, not the device-plugin spec's "void".
+  const auto env = edits.value("env", nlohmann::json::array());
+  EXPECT_NE(std::find(env.begin(), env.end(), "NVIDIA_VISIBLE_DEVICES=" + published_uuids(api).at(device)), env.end())
+      << edits.dump(1);
+}
+
 // Issue 28, item 10: nvidia-smi fails when a time-sliced claim is unprepared. The claim goes (the
 // kubelet is not held up), the reset is kept in the checkpoint, another tenant of that GPU is
 // refused until it ran, and it survives a SIGKILL: the restarted kgpu runs it once nvidia-smi works.
