@@ -6,9 +6,12 @@
 // (kgpu_device_unhealthy) when --metrics-addr is set; an MPS resource the plugin withholds is said
 // to be waiting for its control daemon; an unreachable plugin makes the exit status 1. It also asks
 // the kubelet's PodResources API which devices running pods hold, and names the pods that hold IDs this config no
-// longer advertises (the plugin keeps those GPUs Unhealthy until the pods are gone).
+// longer advertises (the plugin keeps those GPUs Unhealthy until the pods are gone). With DRA on, it
+// reads the DRA checkpoints too and names each GPU a claim or a pod keeps with the other API than
+// kgpu.dra.gpus says (dra/api_share.h), as the plugin logs it.
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -18,6 +21,9 @@
 #include "cli/command.h"
 #include "cli/node_config_selector.h"
 #include "cli/devices_dra.h"
+#include "core/safe_file.h"
+#include "dra/api_share.h"
+#include "dra/claim_checkpoint.h"
 #include "config/loader.h"
 #include "plan/plan.h"
 #include "podresources/client.h"
@@ -93,15 +99,53 @@ Causes live_causes(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
   return causes;
 }
 
+// The prepared claims the running plugin's DRA checkpoints record (none when DRA is off or the
+// files cannot be read: said as a problem).
+std::vector<kgpu::dra::PreparedClaim> checkpointed_claims(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
+  std::vector<kgpu::dra::PreparedClaim> out;
+  const auto root = std::filesystem::path(config.kubelet_socket).parent_path().parent_path();
+  for (const auto& driver : kgpu::dra::served_drivers(config.dra)) {
+    const std::string path = (root / "plugins" / driver / "kgpu-claims.json").string();
+    auto text = kgpu::read_regular_file(path, kgpu::dra::kMaxCheckpointBytes, kgpu::FollowLinks::No);
+    if (!text) {
+      if (text.error().code != kgpu::Error::Code::NotFound)
+        plan.problems.push_back("live: cannot read the DRA checkpoint " + path + ": " + text.error().message);
+      continue;
+    }
+    auto checkpoint = kgpu::dra::parse_checkpoint(*text);
+    if (!checkpoint) {
+      plan.problems.push_back("live: the DRA checkpoint " + path + " is unreadable: " + checkpoint.error().message);
+      continue;
+    }
+    for (auto& c : checkpoint->claims) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// GPUs that stay with the other API than kgpu.dra.gpus says, because a claim or a pod holds them
+// (the running plugin does the same; dra/api_share.h).
+void report_dra_split(const kgpu::Config& config, const kgpu::Inventory& inv, kgpu::ResourcePlan& plan,
+                      const std::vector<kgpu::podresources::ContainerDevices>& pods) {
+  if (!config.dra.enabled) return;
+  const auto claims = checkpointed_claims(config, plan);
+  const auto configured = kgpu::dra::dra_share(inv, config.dra).owned;
+  auto pod_holds = kgpu::dra::pod_holds(inv, plan, pods);
+  std::erase_if(pod_holds, [&](const kgpu::dra::GpuHold& h) { return h.gpu >= configured.size() || !configured[h.gpu]; });
+  const auto owners = kgpu::dra::api_owners(inv, configured, kgpu::dra::claim_holds(inv, claims), pod_holds);
+  for (const auto& o : owners.overrides) plan.problems.push_back("live: DRA split: " + o);
+}
+
 // Devices running pods hold under IDs the plan does not advertise (a config switch renamed them):
 // the running plugin keeps their GPUs Unhealthy until those pods are gone. Reported as problems.
-void report_held_devices(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
+void report_held_devices(const kgpu::Config& config, const kgpu::Inventory& inv, kgpu::ResourcePlan& plan) {
   const std::string socket = kgpu::podresources::socket_for(config.kubelet_socket);
   auto pods = kgpu::podresources::list(socket, std::chrono::seconds(2));
   if (!pods) {
     plan.problems.push_back("live: cannot list the devices pods hold (" + pods.error().message + ")");
+    report_dra_split(config, inv, plan, {});
     return;
   }
+  report_dra_split(config, inv, plan, *pods);
   for (const auto& c : *pods) {
     const kgpu::Resource* r = plan.find(c.resource);
     // Only resources this plugin serves, or served under a vendor domain it advertises.
@@ -211,7 +255,7 @@ int run_devices(const DevicesArgs& args) {
   if (args.live) {
     causes = live_causes(config, plan);
     unreachable = overlay_live_health(config, *inv, plan, causes);
-    report_held_devices(config, plan);
+    report_held_devices(config, *inv, plan);
   }
   // A script asking the live state must not take "not running" for "nothing wrong".
   const int rc = unreachable == 0 ? 0 : 1;

@@ -21,6 +21,7 @@
 #include "dra/slice_publisher.h"
 #include "kube/api_request.h"
 #include "kube/api_server.h"
+#include "podresources/client.h"
 #include "server/daemon.h"
 
 namespace kgpu::cli {
@@ -63,6 +64,18 @@ struct DraWiring::Impl {
   // the driver version or a root changes (a scan lists the driver's library folder).
   std::string driver_files_key;
   std::optional<DriverFiles> driver_files;
+  // Holds that outrank the configured split (issue 28, item 1): claims prepared on a GPU the config
+  // now gives the device-plugin API, pods holding a GPU it now gives DRA. The kubelet's
+  // PodResources API is asked until an answer shows no pod on a DRA GPU, then never again (no pod
+  // can get a GPU the device-plugin API does not advertise).
+  std::string pod_resources_socket;
+  std::function<void()> replan;            // set by start(): the daemon plans again
+  std::function<void(bool)> on_pod_holds;  // true: re-plan now and then until the pods are gone
+  bool pods_settled = false;               // loop thread only
+  bool pods_unknown_warned = false;        // loop thread only
+  std::vector<dra::GpuHold> last_pod_holds;  // loop thread only
+  std::vector<std::string> overrides;        // under mu
+  std::vector<bool> last_owned;              // under mu
 
   bool serves(const std::string& driver) const {
     return std::any_of(drivers.begin(), drivers.end(), [&](const ServedDriver& d) { return d.name == driver; });
@@ -86,7 +99,55 @@ struct DraWiring::Impl {
     return driver_files;
   }
 
-  std::vector<bool> owned(const Inventory& inventory) {
+  // The GPUs DRA serves now; `full_plan`: the device-plugin plan before the split (null: reuse the
+  // pods' holds found last). Called on the daemon's loop thread.
+  std::vector<bool> owners(const Inventory& inventory, const ResourcePlan* full_plan) {
+    std::vector<dra::PreparedClaim> prepared;
+    for (const auto& driver : drivers)
+      for (auto& c : driver.store->prepared()) prepared.push_back(std::move(c));
+    auto claims_hold = dra::claim_holds(inventory, prepared);
+    for (const auto& driver : drivers)
+      for (const auto& [uid, devices] : driver.store->recovered_claims())
+        for (const auto& d : devices)
+          if (auto gpu = dra::gpu_of_device(inventory, d))
+            claims_hold.push_back({*gpu, "claim " + uid + " (known from its CDI spec)"});
+    const auto configured = owned_by_config(inventory);
+    if (full_plan) refresh_pod_holds(inventory, *full_plan, configured);
+    auto result = dra::api_owners(inventory, configured, claims_hold, last_pod_holds);
+    std::lock_guard lock(mu);
+    for (const auto& o : result.overrides)
+      if (std::find(overrides.begin(), overrides.end(), o) == overrides.end()) spdlog::warn("DRA: {}", o);
+    for (const auto& o : overrides)
+      if (std::find(result.overrides.begin(), result.overrides.end(), o) == result.overrides.end())
+        spdlog::info("DRA: released, the configuration applies again: {}", o);
+    overrides = std::move(result.overrides);
+    last_owned = result.owned;
+    return std::move(result.owned);
+  }
+
+  void refresh_pod_holds(const Inventory& inventory, const ResourcePlan& full_plan, const std::vector<bool>& configured) {
+    if (pods_settled) return;
+    auto pods = podresources::list(pod_resources_socket, std::chrono::seconds(1));
+    if (!pods) {
+      if (!pods_unknown_warned)
+        spdlog::warn("DRA: cannot ask the kubelet which pods hold GPUs ({}); a GPU a pod got from the device-plugin "
+                     "API before kgpu.dra.gpus changed may be prepared for a claim; asked again at the next plan",
+                     pods.error().message);
+      pods_unknown_warned = true;
+      return;
+    }
+    last_pod_holds = dra::pod_holds(inventory, full_plan, *pods);
+    std::erase_if(last_pod_holds, [&](const dra::GpuHold& h) { return h.gpu >= configured.size() || !configured[h.gpu]; });
+    pods_settled = last_pod_holds.empty();
+    if (on_pod_holds) on_pod_holds(!pods_settled);
+  }
+
+  bool has_overrides() {
+    std::lock_guard lock(mu);
+    return !overrides.empty();
+  }
+
+  std::vector<bool> owned_by_config(const Inventory& inventory) {
     auto share = dra::dra_share(inventory, args);
     std::string problem;
     for (const auto& entry : share.unmatched)
@@ -119,6 +180,7 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
   impl->api = *api;
   impl->claims = std::make_unique<dra::ClaimReader>(impl->discovery, impl->api, impl->interrupter);
   impl->kubelet_root = kubelet_root_of(config.kubelet_socket);
+  impl->pod_resources_socket = podresources::socket_for(config.kubelet_socket);
   impl->slice_options.node_name = impl->node_name;
   impl->slice_options.drivers = dra::driver_names(args);
   const std::string boot_id = dra::read_boot_id(config.proc_root);
@@ -147,8 +209,9 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
 std::function<ResourcePlan(const Inventory&, ResourcePlan)> DraWiring::api_share() {
   Impl* impl = impl_.get();
   return [impl](const Inventory& inventory, ResourcePlan plan) {
+    auto owned = impl->owners(inventory, &plan);
     if (!impl->args.device_plugin) return ResourcePlan{{}, std::move(plan.problems)};
-    return dra::without_owned(std::move(plan), impl->owned(inventory));
+    return dra::without_owned(std::move(plan), owned);
   };
 }
 
@@ -165,7 +228,10 @@ void retry_pending_resets(dra::ClaimStore& store, const dra::ClaimSharing& shari
 }
 
 // The kubelet's calls for one driver: its claim store, then the claim's sharing.
-dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing* sharing) {
+// `after_unprepare` runs after each unprepare (a GPU a claim kept from its configured API may go
+// back to it).
+dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing* sharing,
+                                std::function<void()> after_unprepare) {
   dra::ClaimHandler handler;
   handler.prepare = [store, sharing](const dra::ClaimRef& ref) -> Result<std::vector<dra::PreparedDevice>> {
     retry_pending_resets(*store, *sharing, "before preparing claim " + ref.uid);
@@ -180,7 +246,8 @@ dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing*
     }
     return prepared->devices;
   };
-  handler.unprepare = [store, sharing](const dra::ClaimRef& ref) -> Status {
+  handler.unprepare = [store, sharing,
+                       after_unprepare = std::move(after_unprepare)](const dra::ClaimRef& ref) -> Status {
     auto released = store->unprepare(ref.uid);
     if (!released) return released.error();
     if (*released)
@@ -188,6 +255,7 @@ dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing*
         spdlog::error("DRA: claim {} unprepared, but its MPS daemon was not stopped: {}", ref.uid, st.error().message);
     // The claim is gone either way: its resets are the store's record now, never forgotten.
     retry_pending_resets(*store, *sharing, "claim " + ref.uid + " unprepared");
+    after_unprepare();
     return ok_status();
   };
   return handler;
@@ -208,12 +276,15 @@ Status DraWiring::start(server::Daemon& daemon) {
   s.publisher->start();
   s.publisher->start_watch();  // puts back a slice someone else deletes or edits
   dra::SlicePublisher* publisher = s.publisher.get();
+  s.replan = [&daemon] { daemon.update_inventory([](const Inventory& i) { return i; }); };
   for (auto& driver : s.drivers)
     if (!driver.store->pending_resets().empty()) retry_pending_resets(*driver.store, *s.sharing, "at start");
   for (auto& driver : s.drivers) {
     dra::KubeletPluginOptions plugin_options{driver.name, s.kubelet_root, {}};
     plugin_options.on_registered = [publisher] { publisher->resync(); };  // only wakes its worker
-    auto handler = claim_handler(driver.store.get(), s.sharing.get());
+    auto handler = claim_handler(driver.store.get(), s.sharing.get(), [impl = &s] {
+      if (impl->has_overrides() && impl->replan) impl->replan();
+    });
     driver.plugin = std::make_unique<dra::KubeletPlugin>(plugin_options, std::move(handler), daemon.transport());
     if (auto st = driver.plugin->start(); !st) return st;
   }
@@ -229,7 +300,13 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
     spdlog::error("DRA: cannot build the ResourceSlices: {}", publication.error().message);
     return;
   }
-  auto pools = dra::served_pools(std::move(publication->pools), inventory, s.args, s.owned(inventory));
+  std::vector<bool> owned;
+  {
+    std::lock_guard lock(s.mu);
+    owned = s.last_owned;
+  }
+  if (owned.size() != inventory.gpus.size()) owned = s.owners(inventory, nullptr);
+  auto pools = dra::served_pools(std::move(publication->pools), inventory, s.args, owned);
   for (auto& driver : s.drivers) {
     auto devices = std::make_shared<dra::NodeDevices>();
     devices->pool = {driver.name, s.node_name, {}};  // no GPU of this vendor now: an empty pool
@@ -242,6 +319,8 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
   }
   if (s.publisher) s.publisher->publish(std::move(pools));
 }
+
+void DraWiring::on_pod_holds(std::function<void(bool)> listener) { impl_->on_pod_holds = std::move(listener); }
 
 void DraWiring::stop() {
   if (!impl_) return;

@@ -35,6 +35,9 @@ class DraWiring {
   // Serves the kubelet plugin on the daemon's transport and starts publishing.
   Status start(server::Daemon& daemon);
   void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);
+  // Called with true while pods hold GPUs the configuration gives DRA (the daemon should plan
+  // again now and then, so they move once the pods are gone), false once none does. Before start().
+  void on_pod_holds(std::function<void(bool)> listener);
   void stop();
 
   struct Impl;

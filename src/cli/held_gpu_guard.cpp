@@ -44,6 +44,14 @@ ResourcePlan HeldGpuGuard::filter(ResourcePlan plan) {
   return plan;
 }
 
+void HeldGpuGuard::keep_rechecking(bool on) {
+  {
+    std::lock_guard lock(mu_);
+    others_holding_ = on;
+  }
+  cv_.notify_all();
+}
+
 void HeldGpuGuard::start(std::function<void()> replan) {
   {
     std::lock_guard lock(mu_);
@@ -58,8 +66,8 @@ void HeldGpuGuard::start(std::function<void()> replan) {
 void HeldGpuGuard::run(const std::function<void()>& replan) {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    if (!holding_) {
-      cv_.wait(lock, [this] { return stopping_ || holding_; });
+    if (!holding_ && !others_holding_) {
+      cv_.wait(lock, [this] { return stopping_ || holding_ || others_holding_; });
       continue;
     }
     if (cv_.wait_for(lock, recheck_, [this] { return stopping_; })) break;

@@ -27,6 +27,9 @@ class HeldGpuGuard {
 
   // The plan filter; called on the daemon's loop thread only.
   ResourcePlan filter(ResourcePlan plan);
+  // Re-plan every `recheck` also while `on` (another owner of held GPUs waits for pods: DRA's
+  // split, dra_wiring.h); thread-safe.
+  void keep_rechecking(bool on);
   // Starts the re-check thread; `replan` asks the daemon to plan again (thread-safe).
   void start(std::function<void()> replan);
   void stop();
@@ -42,7 +45,8 @@ class HeldGpuGuard {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool holding_ = false;
+  bool holding_ = false;       // this guard's own holds
+  bool others_holding_ = false;  // keep_rechecking(true)
   bool stopping_ = false;
   std::thread thread_;
 };

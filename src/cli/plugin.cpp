@@ -126,6 +126,9 @@ int run_plugin(const PluginArgs& args) {
     }
     dra = std::move(*created);
     options.api_share = dra->api_share();
+    // A GPU a pod still holds stays with the device-plugin API; the guard's re-plans move it to
+    // DRA once the pod is gone.
+    dra->on_pod_holds([&held_gpus](bool holding) { held_gpus.keep_rechecking(holding); });
   }
 
   std::unique_ptr<kgpu::MetricsServer> metrics_server;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "dra/device_names.h"
+
 namespace kgpu::dra {
 namespace {
 
@@ -48,6 +50,77 @@ DraShare dra_share(const Inventory& inventory, const DraConfig& dra) {
     if (!matched) share.unmatched.push_back(entry);
   }
   return share;
+}
+
+ApiOwners api_owners(const Inventory& inventory, const std::vector<bool>& configured,
+                     const std::vector<GpuHold>& claim_holds, const std::vector<GpuHold>& pod_holds) {
+  ApiOwners out{configured, {}};
+  out.owned.resize(inventory.gpus.size(), false);
+  auto first_hold = [](const std::vector<GpuHold>& holds, size_t gpu) -> const GpuHold* {
+    for (const auto& h : holds)
+      if (h.gpu == gpu) return &h;
+    return nullptr;
+  };
+  for (size_t i = 0; i < inventory.gpus.size(); ++i) {
+    const Gpu& g = inventory.gpus[i];
+    const std::string name = "GPU " + std::to_string(g.index) + " (" + g.uuid + ")";
+    const GpuHold* claim = first_hold(claim_holds, i);
+    const GpuHold* pod = first_hold(pod_holds, i);
+    const bool config_dra = out.owned[i];
+    if (claim && pod) {
+      out.overrides.push_back(name + " is held by both " + claim->holder + " and " + pod->holder +
+                              " (handed out twice before this start); it stays with " +
+                              (config_dra ? "DRA" : "the device-plugin API") + " as configured");
+    } else if (claim && !config_dra) {
+      out.owned[i] = true;
+      out.overrides.push_back(name + " stays with DRA while " + claim->holder +
+                              " holds it; the configuration gives it to the device-plugin API");
+    } else if (pod && config_dra) {
+      out.owned[i] = false;
+      out.overrides.push_back(name + " stays with the device-plugin API while " + pod->holder +
+                              " holds it; the configuration gives it to DRA");
+    }
+  }
+  std::sort(out.overrides.begin(), out.overrides.end());
+  return out;
+}
+
+std::optional<size_t> gpu_of_device(const Inventory& inventory, const std::string& name_or_uuid) {
+  for (size_t i = 0; i < inventory.gpus.size(); ++i) {
+    const Gpu& g = inventory.gpus[i];
+    if (g.uuid == name_or_uuid || gpu_device_name(g) == name_or_uuid) return i;
+    for (const auto& m : g.mig_devices)
+      if (m.uuid == name_or_uuid || mig_device_name(g, m) == name_or_uuid) return i;
+  }
+  return std::nullopt;
+}
+
+std::vector<GpuHold> claim_holds(const Inventory& inventory, const std::vector<PreparedClaim>& claims) {
+  std::vector<GpuHold> out;
+  for (const auto& c : claims)
+    for (const auto& d : c.devices) {
+      if (d.admin_access) continue;
+      // Entries of checkpoints that predate gpuUUID name the device only.
+      if (auto gpu = gpu_of_device(inventory, d.gpu_uuid.empty() ? d.device : d.gpu_uuid))
+        out.push_back({*gpu, "claim " + c.ref.ns + "/" + c.ref.name + " (" + c.ref.uid + ")"});
+    }
+  return out;
+}
+
+std::vector<GpuHold> pod_holds(const Inventory& inventory, const ResourcePlan& plan,
+                               const std::vector<podresources::ContainerDevices>& pods) {
+  std::vector<GpuHold> out;
+  for (const auto& c : pods)
+    for (const auto& id : c.device_ids) {
+      std::optional<size_t> gpu;
+      for (const auto& r : plan.resources)
+        if (r.name == c.resource)
+          if (const AdvertisedDevice* d = r.find(id)) gpu = d->gpu;
+      // A replica ID of an earlier sharing config ("GPU-x::3"): the UUID before "::".
+      if (!gpu) gpu = gpu_of_device(inventory, id.substr(0, id.find("::")));
+      if (gpu) out.push_back({*gpu, "pod " + c.pod() + " (" + c.resource + " " + id + ")"});
+    }
+  return out;
 }
 
 DriverNames driver_names(const DraConfig& dra) { return {dra.driver, dra.amd_driver, dra.intel_driver}; }

@@ -282,6 +282,89 @@ TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
   EXPECT_EQ(supervisor.wait_exit(20s), 0) << supervisor.stderr_text();
 }
 
+// Issue 28, item 1: kgpu.dra.gpus changes across a restart while GPUs are in use. A GPU a prepared
+// claim holds stays DRA's, and one a pod holds stays the device-plugin API's, until released;
+// each is logged with both owners. Without this, the other API hands the GPU out a second time.
+TEST_F(DraE2E, ASplitChangeNeverHandsAHeldGpuToTheOtherApi) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  auto plugin = start(dra_options(api, "0,1,2,3"));
+  ASSERT_TRUE(wait_healthy(kGpu, 4, 1, 4)) << diagnostics(*plugin);
+  sim::DraKubeletSim kubelet(work.path(), 34);
+  ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 4; }, 20s)) << diagnostics(*plugin);
+  const std::string claimed = *published(api).begin();
+  const std::string claimed_uuid = published_uuids(api).at(claimed);
+  api.put_resource_claim(claim("uid-1", claimed));
+  std::string error = "not prepared";
+  auto prepared = [&] {
+    auto answer = kubelet.prepare(kDriver, {{"team-a", "train", "uid-1"}});
+    error = answer ? answer->at("uid-1").error : answer.error().message;
+    return error.empty();
+  };
+  ASSERT_TRUE(eventually(prepared, 20s)) << error << diagnostics(*plugin);
+  // A pod holds one of the device-plugin API's GPUs.
+  const std::string pod_held = sim->snapshot().find(kGpu)->device_ids()[0];
+  ASSERT_TRUE(sim->run_pod("default", "trainer", kGpu, {pod_held}).ok());
+
+  // The split flips: the configuration gives the claimed GPU to the device-plugin API and the
+  // pod's GPU to DRA. Both stay where they are in use.
+  plugin->signal(SIGTERM);
+  ASSERT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);
+  plugin = start(dra_options(api, "4,5,6,7"));
+  ASSERT_TRUE(wait_healthy(kGpu, 4, 2, 4)) << diagnostics(*plugin);  // 0-3 minus the claimed one, plus the pod's
+  const auto advertised = sim->snapshot().find(kGpu)->device_ids();
+  EXPECT_NE(std::find(advertised.begin(), advertised.end(), pod_held), advertised.end());
+  EXPECT_EQ(std::find(advertised.begin(), advertised.end(), claimed_uuid), advertised.end());
+  sim::DraKubeletSim restarted(work.path(), 34);
+  ASSERT_TRUE(restarted.wait_for_plugin(20s)) << diagnostics(*plugin);
+  auto dra_side = [&] {
+    auto now = published_uuids(api);
+    bool has_claimed = now.count(claimed) > 0;
+    bool has_pods = false;
+    for (const auto& [name, uuid] : now) has_pods = has_pods || pod_held == uuid;
+    return now.size() == 4 && has_claimed && !has_pods;
+  };
+  EXPECT_TRUE(eventually(dra_side, 20s)) << diagnostics(*plugin);
+  const std::string log = plugin->stderr_text();
+  EXPECT_NE(log.find("stays with DRA while claim team-a/train (uid-1) holds it; the configuration gives it to the "
+                     "device-plugin API"),
+            std::string::npos)
+      << diagnostics(*plugin);
+  EXPECT_NE(log.find("stays with the device-plugin API while pod default/trainer (nvidia.com/gpu " + pod_held +
+                     ") holds it; the configuration gives it to DRA"),
+            std::string::npos)
+      << diagnostics(*plugin);
+  // `kgpu devices --live` says the same, from the checkpoint and the kubelet's PodResources.
+  ProcessOptions devices;
+  devices.argv = {kgpu_binary(), "devices", "--live", "--dra", "--dra-gpus", "4,5,6,7", "--kubelet-socket",
+                  plugin_dir + "/kubelet.sock"};
+  devices.env = fake_nvml_env(make_fake_node("dgx-a100.yaml", work.file("devices-node")));
+  ChildProcess cli(devices, work.path(), "devices");
+  (void)cli.wait_exit(30s);
+  const std::string shown = cli.stdout_text() + cli.stderr_text();
+  EXPECT_NE(shown.find("DRA split: GPU"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("stays with DRA while claim team-a/train (uid-1)"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("stays with the device-plugin API while pod default/trainer"), std::string::npos) << shown;
+
+  // Released: each GPU goes where the configuration puts it, without a restart.
+  auto unprepared = restarted.unprepare(kDriver, {{"team-a", "train", "uid-1"}});
+  ASSERT_TRUE(unprepared);
+  EXPECT_EQ(unprepared->at("uid-1"), "");
+  sim->delete_pod("default", "trainer");
+  auto as_configured = [&] {
+    auto now = published_uuids(api);
+    bool has_pods = false;
+    for (const auto& [name, uuid] : now) has_pods = has_pods || pod_held == uuid;
+    return now.size() == 4 && !now.count(claimed) && has_pods;
+  };
+  EXPECT_TRUE(eventually(as_configured, 20s)) << diagnostics(*plugin);
+  EXPECT_TRUE(wait_healthy(kGpu, 4, 2, 4)) << diagnostics(*plugin);
+  const auto after = sim->snapshot().find(kGpu)->device_ids();
+  EXPECT_EQ(std::find(after.begin(), after.end(), pod_held), after.end());
+  EXPECT_NE(plugin->stderr_text().find("released, the configuration applies again"), std::string::npos);
+}
+
 // Issue 29, item 1: with a plain CDI runtime (containerd 2, CRI-O without NVIDIA's runtime) a DRA
 // container gets CUDA only from its claim's spec: the driver's libraries, binaries, firmware and
 // the hooks come with it, found as the device-plugin spec finds them and with its hook path.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "dra/api_share.h"
+#include "dra/device_names.h"
 #include "unit/dra/synthetic_node.h"
 
 namespace kgpu::dra {
@@ -137,6 +138,51 @@ TEST(DraShare, NoGpuInBothApis) {
     for (bool o : share.owned) owned += o;
     EXPECT_EQ(served + owned, inv.gpus.size());  // and none by neither
   }
+}
+
+// Issue 28, item 1: holds outrank the configured split, each override named with both owners.
+TEST(DraShare, ClaimsAndPodsKeepTheirGpusWhateverTheSplitSays) {
+  const Inventory inv = testing::a100_node(4, 0);
+  const std::vector<bool> configured{true, true, false, false};
+  PreparedClaim c;
+  c.ref = {"uid-1", "team-a", "train"};
+  c.devices = {{{"gpu"}, "node-1", gpu_device_name(inv.gpus[2]), {}, std::nullopt, false, "", false}};
+  PreparedClaim admin = c;
+  admin.ref.uid = "uid-2";
+  admin.devices[0].device = gpu_device_name(inv.gpus[3]);
+  admin.devices[0].admin_access = true;  // looks at a device in use: holds nothing
+  const auto claims = claim_holds(inv, {c, admin});
+  ASSERT_EQ(claims, (std::vector<GpuHold>{{2, "claim team-a/train (uid-1)"}}));
+
+  // Pods: an ID of the plan, and a replica ID of an earlier time-slicing config.
+  Resource gpus{"nvidia.com/gpu", Vendor::Nvidia, SharingKind::None, 1, false, {}};
+  gpus.devices.push_back({"0", true, {}, 0, std::nullopt, -1});
+  const ResourcePlan plan{{gpus}, {}};
+  const std::vector<podresources::ContainerDevices> pods{
+      {"default", "a", "main", "nvidia.com/gpu", {"0"}},
+      {"default", "b", "main", "nvidia.com/gpu", {inv.gpus[3].uuid + "::2"}},
+      {"default", "c", "main", "nvidia.com/gpu", {"GPU-not-on-this-node"}}};
+  const auto pods_hold = pod_holds(inv, plan, pods);
+  ASSERT_EQ(pods_hold.size(), 2u);
+  EXPECT_EQ(pods_hold[0], (GpuHold{0, "pod default/a (nvidia.com/gpu 0)"}));
+  EXPECT_EQ(pods_hold[1].gpu, 3u);
+
+  const auto owners = api_owners(inv, configured, claims, {pods_hold[0]});
+  EXPECT_EQ(owners.owned, (std::vector<bool>{false, true, true, false}));
+  ASSERT_EQ(owners.overrides.size(), 2u);
+  EXPECT_EQ(owners.overrides[0], "GPU 0 (" + inv.gpus[0].uuid +
+                                     ") stays with the device-plugin API while pod default/a (nvidia.com/gpu 0) holds "
+                                     "it; the configuration gives it to DRA");
+  EXPECT_EQ(owners.overrides[1], "GPU 2 (" + inv.gpus[2].uuid +
+                                     ") stays with DRA while claim team-a/train (uid-1) holds it; the configuration "
+                                     "gives it to the device-plugin API");
+  // Held by both: the configuration decides, and the conflict is said.
+  const auto both = api_owners(inv, configured, {{1, "claim x"}}, {{1, "pod y"}});
+  EXPECT_EQ(both.owned, configured);
+  ASSERT_EQ(both.overrides.size(), 1u);
+  EXPECT_NE(both.overrides[0].find("is held by both claim x and pod y"), std::string::npos);
+  // Nothing held: the configuration, silently.
+  EXPECT_EQ(api_owners(inv, configured, {}, {}).overrides, std::vector<std::string>{});
 }
 
 }  // namespace
