@@ -31,6 +31,11 @@ struct MigDevice {
   int index = 0;               // j in "i:j": MIG handle index on the parent GPU
   int gpu_instance_id = 0;
   int compute_instance_id = 0;
+  // Where the GPU instance sits (nvmlGpuInstanceGetInfo): its profile id and the first and number
+  // of memory slices it covers; -1 when NVML did not say.
+  int gi_profile_id = -1;
+  int placement_start = -1;
+  int placement_size = 0;
   std::string profile;         // "1g.5gb", "1c.3g.20gb", "1g.10gb+me"
   uint64_t memory_bytes = 0;
   int multiprocessors = 0;

@@ -41,13 +41,24 @@ std::string mig_device_name(const Gpu& parent, const MigDevice& mig) {
   const size_t profile_start = name.size();
   for (char c : mig.profile) {
     const char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower_alnum(l)) name += l;
+    if (l == '.') continue;
+    name += lower_alnum(l) ? l : '-';
   }
+  // Trimmed of '-' at both ends, as NVIDIA's driver trims the profile part.
+  while (name.size() > profile_start && name.back() == '-') name.pop_back();
+  size_t lead = profile_start;
+  while (lead < name.size() && name[lead] == '-') ++lead;
+  name.erase(profile_start, lead - profile_start);
   if (name.size() == profile_start) name += "unknown";
+  const bool placed = mig.gi_profile_id >= 0 && mig.placement_start >= 0;
   name += '-';
-  name += std::to_string(mig.gpu_instance_id);
+  name += std::to_string(placed ? mig.gi_profile_id : mig.gpu_instance_id);
   name += '-';
-  name += std::to_string(mig.compute_instance_id);
+  name += std::to_string(placed ? mig.placement_start : mig.compute_instance_id);
+  if (placed && mig.compute_instance_slices > 0 && mig.compute_instance_slices < mig.gpu_instance_slices) {
+    name += '-';
+    name += std::to_string(mig.compute_instance_id);
+  }
   return name;
 }
 

@@ -13,9 +13,12 @@ bool is_dns_subdomain(const std::string& s);  // dot-separated DNS labels, at mo
 // "gpu-<minor>" (NVIDIA names full GPUs by device minor; the index when the minor is unknown).
 std::string gpu_device_name(const Gpu& gpu);
 
-// "gpu-<parent minor>-mig-<profile>-<GI id>-<CI id>", the profile lower-cased with everything but
-// letters and digits dropped ("1g.10gb+me" -> "1g10gbme"). NVIDIA's driver ends with the GI profile
-// id and placement start instead; the inventory holds the GI/CI ids, which are just as unique.
+// As NVIDIA's DRA driver (v25.12+) names MIG devices: "gpu-<parent minor>-mig-<profile>-<GI
+// profile id>-<placement start>", the profile lower-cased without dots and with anything else
+// outside [a-z0-9-] turned into '-' ("1g.10gb+me" -> "1g10gb-me"): the name says where on the GPU
+// the instance sits, so it survives the GI ids a re-creation hands out. A compute instance smaller
+// than its GPU instance (which NVIDIA's driver does not publish) adds "-<CI id>". Without a known
+// placement (an NVML that cannot say): "-<GI id>-<CI id>" instead, unique just the same.
 std::string mig_device_name(const Gpu& parent, const MigDevice& mig);
 
 }  // namespace kgpu::dra

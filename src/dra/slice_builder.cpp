@@ -99,7 +99,26 @@ class Builder {
                   {"memory", m.memory_bytes},
                   {"multiprocessors", static_cast<uint64_t>(m.multiprocessors)},
                   {"ofaEngines", static_cast<uint64_t>(m.ofa_engines)}};
+    add_memory_slices(m, d);
     add_device(std::move(d), m.uuid, pool);
+  }
+
+  // NVIDIA's memorySlice<i> capacities, one per memory slice the GPU instance covers: selectors and
+  // partitioning constraints written for NVIDIA's driver match on them.
+  void add_memory_slices(const MigDevice& m, DraDevice& d) {
+    static constexpr std::string_view kNames[] = {
+        "memorySlice0",  "memorySlice1",  "memorySlice2",  "memorySlice3",  "memorySlice4",  "memorySlice5",
+        "memorySlice6",  "memorySlice7",  "memorySlice8",  "memorySlice9",  "memorySlice10", "memorySlice11",
+        "memorySlice12", "memorySlice13", "memorySlice14", "memorySlice15"};
+    if (m.placement_start < 0 || m.placement_size <= 0) return;
+    const auto end = static_cast<size_t>(m.placement_start) + static_cast<size_t>(m.placement_size);
+    if (end > std::size(kNames)) {
+      notes_.push_back(m.uuid + ": placement " + std::to_string(m.placement_start) + "+" +
+                       std::to_string(m.placement_size) + " beyond 16 memory slices; memorySlice capacities left out");
+      return;
+    }
+    for (size_t i = static_cast<size_t>(m.placement_start); i < end; ++i) d.capacity.push_back({kNames[i], 1});
+    std::sort(d.capacity.begin(), d.capacity.end(), [](const Capacity& a, const Capacity& b) { return a.name < b.name; });
   }
 
   void add_device(DraDevice d, const std::string& id, DriverPool& pool) {

@@ -290,7 +290,12 @@ class Discoverer {
       // The GI profile id only decides suffixes such as "+me"; without it the base name stands.
       std::optional<unsigned> gi_profile;
       if (auto gih = nvml_.gpu_instance_by_id(f.handle, *gi)) {
-        if (auto info = nvml_.gpu_instance_info(*gih)) gi_profile = info->profileId;
+        if (auto info = nvml_.gpu_instance_info(*gih)) {
+          gi_profile = info->profileId;
+          m.gi_profile_id = static_cast<int>(info->profileId);
+          m.placement_start = static_cast<int>(info->placement.start);
+          m.placement_size = static_cast<int>(info->placement.size);
+        }
       }
       m.profile = mig_profile_name(m.gpu_instance_slices, m.compute_instance_slices, attrs->memorySizeMB,
                                    g.memory_bytes, gi_profile);

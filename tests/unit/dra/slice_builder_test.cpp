@@ -150,7 +150,45 @@ TEST(DraSlices, DeviceNamesAreDnsLabelsForOddProfiles) {
   ASSERT_EQ(p.pools[0].devices.size(), 7u);
   for (const auto& d : p.pools[0].devices) EXPECT_TRUE(is_dns_label(d.name)) << d.name;
   EXPECT_EQ(p.pools[0].devices[0].name, "gpu-0-mig-1c3g20gb-7-0");
-  EXPECT_EQ(p.pools[0].devices[1].name, "gpu-0-mig-1g10gbme-8-0");
+  EXPECT_EQ(p.pools[0].devices[1].name, "gpu-0-mig-1g10gb-me-8-0") << "'+' becomes '-', as NVIDIA's driver has it";
+}
+
+// Issue 29, item 3: with the placement NVML reports, MIG devices are named and sized as NVIDIA's
+// DRA driver names them (v25.12): profile, GI profile id and placement start, plus one
+// memorySlice<i> capacity per memory slice the GPU instance covers.
+TEST(DraSlices, PlacedMigDevicesAreNamedAndSlicedAsNvidiaDoes) {
+  Inventory inv = testing::a100_node(1, 1);
+  auto& migs = inv.gpus[0].mig_devices;
+  migs.resize(3);
+  migs[0].profile = "3g.20gb";
+  migs[0].gi_profile_id = 9;
+  migs[0].placement_start = 4;
+  migs[0].placement_size = 4;
+  migs[1].profile = "1g.10gb+me";
+  migs[1].gi_profile_id = 20;
+  migs[1].placement_start = 0;
+  migs[1].placement_size = 1;
+  // A compute instance of a third of its GPU instance: kgpu's extra, named with its CI id.
+  migs[2].profile = "1c.3g.20gb";
+  migs[2].gi_profile_id = 9;
+  migs[2].placement_start = 0;
+  migs[2].placement_size = 4;
+  migs[2].gpu_instance_slices = 3;
+  migs[2].compute_instance_slices = 1;
+  migs[2].compute_instance_id = 2;
+  const auto p = publish(inv);
+  EXPECT_EQ(names(p.pools[0]), (std::vector<std::string>{"gpu-0-mig-3g20gb-9-4", "gpu-0-mig-1g10gb-me-20-0",
+                                                          "gpu-0-mig-1c3g20gb-9-0-2"}));
+  const DraDevice& big = p.pools[0].devices[0];
+  for (const char* slice : {"memorySlice4", "memorySlice5", "memorySlice6", "memorySlice7"})
+    ASSERT_NE(big.capacity_of(slice), nullptr) << slice;
+  EXPECT_EQ(*big.capacity_of("memorySlice4"), 1u);
+  EXPECT_EQ(big.capacity_of("memorySlice3"), nullptr);
+  EXPECT_EQ(big.capacity_of("memorySlice8"), nullptr);
+  EXPECT_TRUE(std::is_sorted(big.capacity.begin(), big.capacity.end(),
+                             [](const Capacity& a, const Capacity& b) { return a.name < b.name; }));
+  EXPECT_NE(p.pools[0].devices[1].capacity_of("memorySlice0"), nullptr);
+  EXPECT_EQ(p.pools[0].devices[1].capacity_of("memorySlice1"), nullptr);
 }
 
 TEST(DraSlices, DuplicateDeviceNameIsANoteNotASecondDevice) {

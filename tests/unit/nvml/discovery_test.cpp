@@ -129,6 +129,16 @@ TEST(DiscoverNvidia, MixedMigProfilesAndCapabilityNodes) {
   EXPECT_EQ(g0.mig_devices[1].profile, "2g.10gb");
   EXPECT_EQ(g0.mig_devices[2].profile, "1g.5gb");
   EXPECT_EQ(g0.mig_devices[2].index, 2);
+  // Where each GPU instance sits, as nvmlGpuInstanceGetInfo reports it (DRA device names and
+  // memorySlice capacities follow it).
+  EXPECT_EQ(g0.mig_devices[0].gi_profile_id, 9);
+  EXPECT_EQ(g0.mig_devices[0].placement_start, 0);
+  EXPECT_EQ(g0.mig_devices[0].placement_size, 4);
+  EXPECT_EQ(g0.mig_devices[1].gi_profile_id, 14);
+  EXPECT_EQ(g0.mig_devices[1].placement_start, 4);
+  EXPECT_EQ(g0.mig_devices[1].placement_size, 2);
+  EXPECT_EQ(g0.mig_devices[2].placement_start, 6);
+  EXPECT_EQ(g0.mig_devices[2].placement_size, 1);
   for (const auto& m : g0.mig_devices) {
     // minor(gi) = 3 + 135*m + 9*g, minor(ci) = minor(gi) + 1 + c on GPU minor 0.
     ASSERT_EQ(m.capability_nodes.size(), 2u) << m.uuid;
