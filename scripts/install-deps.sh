@@ -3,7 +3,8 @@
 # clang-14 + libclang-rt-14-dev (libclang_rt.fuzzer, the sanitizer runtimes): the fuzz targets. The
 # sanitizer builds use gcc's own runtimes (libasan8, libubsan1, libtsan2: build-essential brings them).
 # Go packages are built offline in GOPATH mode from /usr/share/gocode: Sprig for the Helm renderer
-# (tests/deploy), grpc-go for the kubelet-side interop peer (tests/interop).
+# (tests/deploy), grpc-go for the kubelet-side interop peer and the CDI library for the spec checker
+# (tests/interop).
 # Idempotent: re-running it on a machine that has everything is quick.
 set -euo pipefail
 
@@ -19,6 +20,7 @@ packages=(
   python3-h2  # HTTP/2 from the client side for raw edge cases: tests/interop/h2 (issues 26, 27)
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev golang-github-xeipuuv-gojsonschema-dev
   golang-google-grpc-dev  # grpc-go, the kubelet's gRPC: the e2e tests' interop peer (tests/interop)
+  golang-github-container-orchestrated-devices-container-device-interface-dev  # the CDI library: judges kgpu's CDI specs (tests/interop)
 )
 
 missing=()

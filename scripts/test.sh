@@ -34,11 +34,12 @@ phase() {
 }
 
 phase_build() {
-  # KGPU_GRPC_GO_INTEROP=ON: a machine without grpc-go fails here instead of skipping the tests
-  # that check kgpu against the kubelet's own gRPC.
+  # KGPU_GRPC_GO_INTEROP=ON, KGPU_CDI_INTEROP=ON: a machine without grpc-go or the CDI library fails
+  # here instead of skipping the tests that check kgpu against the kubelet's own gRPC and against
+  # the library container runtimes read CDI specs with.
   # -g1 (line tables, not full debug info): backtraces keep their lines, the compile is faster,
   # and the image strips the binary anyway.
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGPU_WERROR=ON -DKGPU_GRPC_GO_INTEROP=ON \
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGPU_WERROR=ON -DKGPU_GRPC_GO_INTEROP=ON -DKGPU_CDI_INTEROP=ON \
     -DKGPU_UNIT_TESTS=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
   cmake --build build -j"$jobs"
   ctest --test-dir build --output-on-failure -j"$jobs" --timeout 300
