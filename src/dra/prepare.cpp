@@ -230,20 +230,32 @@ class Preparer {
                                 " and " + std::to_string(*c.active_thread_percentage) + "); one claim has one MPS daemon");
         out.percentage = c.active_thread_percentage;
       }
-      if (c.pinned_memory_bytes) out.pinned[d->backing.gpu] = *c.pinned_memory_bytes;
     }
-    // Per-device limits name a GPU of the claim by NVML index or UUID; they override the default.
+    // As NVIDIA's driver: a config's limits apply to the devices that chose it (its group), and a
+    // defaultPerDevicePinnedMemoryLimit key names one of them by UUID or by index in UUID order.
+    std::vector<const OpaqueConfig*> groups;
     for (const ClaimDevice* d : mps)
-      for (const auto& limit : d->sharing.mps.per_device_pinned) {
-        const std::string& key = limit.first;  // a plain name: clang 14 cannot capture bindings
-        auto target = std::find_if(mps.begin(), mps.end(), [&](const ClaimDevice* m) {
-          return m->gpu->uuid == key || std::to_string(m->gpu->index) == key;
-        });
-        if (target == mps.end())
-          return Error::invalid(who_ + ": defaultPerDevicePinnedMemoryLimit names " + quote_text(key) +
-                                ", which is not an MPS-shared GPU of this claim (give its index or UUID)");
-        out.pinned[(*target)->backing.gpu] = limit.second;
+      if (std::find(groups.begin(), groups.end(), d->config) == groups.end()) groups.push_back(d->config);
+    for (const OpaqueConfig* config : groups) {
+      std::vector<std::string> uuids;
+      const MpsConfig* settings = nullptr;
+      for (const ClaimDevice* d : mps)
+        if (d->config == config) {
+          uuids.push_back(d->gpu->uuid);
+          settings = &d->sharing.mps;
+        }
+      auto limits = mps_pinned_limits(*settings, uuids);
+      if (!limits) {
+        std::string requests;
+        for (const auto& r : config ? config->requests : std::vector<std::string>{})
+          requests += (requests.empty() ? "" : ", ") + quote_text(r);
+        return Error::invalid(who_ + ": MPS config for " + (requests.empty() ? "every request" : "request(s) " + requests) +
+                              ": " + limits.error().message);
       }
+      for (const ClaimDevice* d : mps)
+        if (auto it = limits->find(d->gpu->uuid); d->config == config && it != limits->end())
+          out.pinned[d->backing.gpu] = it->second;
+    }
     for (const auto& [g, bytes] : out.pinned) {
       const Gpu& gpu = in_.inventory.gpus[g];
       if (gpu.memory_bytes != 0 && bytes > gpu.memory_bytes)
@@ -277,7 +289,8 @@ class Preparer {
                               "and dashes)");
       daemon.visible_devices.push_back(uuid);
       if (auto it = limits.pinned.find(order[ordinal]); it != limits.pinned.end()) {
-        // Whole MiB, as MPS takes them; a limit under 1 MiB is 1 MiB rather than "no limit".
+        // Whole MiB, rounded down as NVIDIA's driver does (1G -> 953M); decoding refused limits
+        // under 1 MiB, so none becomes 0, "no limit".
         const uint64_t mib = std::max<uint64_t>(1, it->second >> 20);
         daemon.pinned_mib[static_cast<int>(ordinal)] = mib;
         client_limits.push_back(std::to_string(ordinal) + "=" + std::to_string(mib) + "M");
@@ -289,7 +302,10 @@ class Preparer {
     mps_edits_.envs["CUDA_MPS_PIPE_DIRECTORY"] = pipe;
     mps_edits_.mounts.push_back({pipe, mps_pipe_dir(in_.config.mps_root, resource), false});
     mps_edits_.mounts.push_back({"/dev/shm", mps_shm_dir(in_.config.mps_root), false});
-    if (limits.percentage) mps_edits_.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(*limits.percentage);
+    // The daemon's default already binds every client; a client's own setting can only lower it.
+    // NVIDIA's driver sets none; 0 (which its daemon gets as is) is left to the daemon alone.
+    if (limits.percentage && *limits.percentage > 0)
+      mps_edits_.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(*limits.percentage);
     if (!client_limits.empty()) mps_edits_.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = join(client_limits, ',');
     return daemon;
   }

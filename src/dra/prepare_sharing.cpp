@@ -2,6 +2,7 @@
 // strict decoder, so a claim kgpu accepts is one NVIDIA's driver accepts too).
 #include "dra/prepare_sharing.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <set>
@@ -36,17 +37,30 @@ Result<std::string> string_member(const json& object, const char* key, const std
   return it->get<std::string>();
 }
 
-Result<uint64_t> quantity_member(const json& value, const std::string& path) {
-  // A plain JSON number of bytes: nlohmann keeps non-negative literals as signed or unsigned.
-  if (value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() > 0)) {
-    if (value.get<uint64_t>() == 0) return Error::invalid(path + " must be more than 0");
-    return value.get<uint64_t>();
+// A pinned memory limit as NVIDIA's decoder reads a resource.Quantity field: a JSON string (its
+// surrounding spaces trimmed, as Quantity.UnmarshalJSON does) or a JSON number, taken by its text.
+// NVIDIA then gives MPS Value()/2^20 whole MiB and refuses a limit where that is 0 ("value set too
+// low"): under 1 MiB, zero and negative limits alike.
+Result<uint64_t> mps_limit_member(const json& value, const std::string& path) {
+  std::string text;
+  if (value.is_string()) {
+    text = value.get<std::string>();
+    const size_t first = text.find_first_not_of(" \t\n\r\v\f");
+    text = first == std::string::npos ? std::string() : text.substr(first, text.find_last_not_of(" \t\n\r\v\f") - first + 1);
+  } else if (value.is_number_unsigned()) {
+    text = std::to_string(value.get<uint64_t>());
+  } else if (value.is_number_integer()) {
+    text = std::to_string(value.get<int64_t>());
+  } else if (value.is_number_float()) {
+    text = value.dump();  // shortest round-trip text: 1e9 -> "1000000000.0", 1e30 -> "1e+30"
+  } else {
+    return Error::invalid(path + " must be a quantity such as \"10Gi\", not " + value.type_name());
   }
-  if (value.is_number()) return Error::invalid(path + " must be a positive whole number of bytes or a quantity");
-  if (!value.is_string()) return Error::invalid(path + " must be a quantity such as \"10Gi\", not " + value.type_name());
-  auto bytes = parse_quantity_bytes(value.get<std::string>());
+  auto bytes = parse_quantity_bytes(text);
   if (!bytes) return Error::invalid(path + ": " + bytes.error().message);
-  if (*bytes == 0) return Error::invalid(path + " must be more than 0");
+  if (*bytes < (uint64_t{1} << 20))
+    return Error::invalid(path + " is " + quote_text(text) + " (" + std::to_string(*bytes) +
+                          " bytes): under the 1Mi an MPS limit needs, as MPS takes whole MiB (rounded down)");
   return bytes;
 }
 
@@ -57,13 +71,14 @@ Result<MpsConfig> parse_mps(const json& j, const std::string& path) {
     return *e;
   MpsConfig out;
   if (auto it = j.find("defaultActiveThreadPercentage"); it != j.end() && !it->is_null()) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 100)
-      return Error::invalid(path + ".defaultActiveThreadPercentage must be a whole number from 1 to 100, not " +
+    // NVIDIA's Validate: 0..100, 0 included (its daemon then gets "set_default_active_thread_percentage 0").
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 100)
+      return Error::invalid(path + ".defaultActiveThreadPercentage must be a whole number from 0 to 100, not " +
                             quote_text(it->dump()));
     out.active_thread_percentage = static_cast<int>(it->get<int64_t>());
   }
   if (auto it = j.find("defaultPinnedDeviceMemoryLimit"); it != j.end() && !it->is_null()) {
-    auto bytes = quantity_member(*it, path + ".defaultPinnedDeviceMemoryLimit");
+    auto bytes = mps_limit_member(*it, path + ".defaultPinnedDeviceMemoryLimit");
     if (!bytes) return bytes.error();
     out.pinned_memory_bytes = *bytes;
   }
@@ -71,18 +86,22 @@ Result<MpsConfig> parse_mps(const json& j, const std::string& path) {
   if (!per_device) return per_device.error();
   if (*per_device)
     for (auto it = (*per_device)->begin(); it != (*per_device)->end(); ++it) {
-      auto bytes = quantity_member(it.value(), path + ".defaultPerDevicePinnedMemoryLimit[" + quote_text(it.key()) + "]");
+      auto bytes = mps_limit_member(it.value(), path + ".defaultPerDevicePinnedMemoryLimit[" + quote_text(it.key()) + "]");
       if (!bytes) return bytes.error();
       out.per_device_pinned[it.key()] = *bytes;
     }
   return out;
 }
 
+// A timeSlicingConfig that is there must name its interval: NVIDIA's Validate dereferences the
+// missing one (a nil pointer) and "" is not one of its intervals.
 Result<TimeSliceInterval> parse_interval(const json& j, const std::string& path) {
   if (auto e = only_known(j, path, {"interval"})) return *e;
+  if (auto it = j.find("interval"); it == j.end() || it->is_null())
+    return Error::invalid(path + ".interval is missing: give Default, Short, Medium or Long, or leave out " + path +
+                          " for Default");
   auto name = string_member(j, "interval", path);
   if (!name) return name.error();
-  if (name->empty()) return TimeSliceInterval::Default;
   for (auto i : {TimeSliceInterval::Default, TimeSliceInterval::Short, TimeSliceInterval::Medium,
                  TimeSliceInterval::Long})
     if (*name == to_string(i)) return i;
@@ -103,6 +122,8 @@ Result<DeviceSharing> parse_sharing(const json& j, const std::string& path, Devi
 
   DeviceSharing out;
   if (*strategy == "TimeSlicing") {
+    // No timeSlicingConfig: NVIDIA's Normalize gives it interval Default, which is applied (the
+    // GPU's time slice is set to Default, not left as it is).
     out.strategy = DeviceSharing::Strategy::TimeSlicing;
     if (*mps) return Error::invalid(path + ".mpsConfig is set, but the strategy is TimeSlicing");
     if (*time_slicing) {
@@ -162,59 +183,151 @@ Result<DeviceConfig> parse_device_config(const json& parameters) {
   return out;
 }
 
+Result<std::map<std::string, uint64_t>> mps_pinned_limits(const MpsConfig& mps, std::vector<std::string> device_uuids) {
+  std::sort(device_uuids.begin(), device_uuids.end());  // bytewise, as Go's slices.Sort
+  device_uuids.erase(std::unique(device_uuids.begin(), device_uuids.end()), device_uuids.end());
+  std::map<std::string, uint64_t> out;
+  if (mps.pinned_memory_bytes)
+    for (const auto& uuid : device_uuids) out[uuid] = *mps.pinned_memory_bytes;
+  const std::string field = "defaultPerDevicePinnedMemoryLimit key ";
+  const std::string range = device_uuids.empty() ? std::string("it applies to no device")
+                                                 : "0.." + std::to_string(device_uuids.size() - 1);
+  std::map<std::string, std::string> named_by;  // UUID -> the key that named it
+  for (const auto& [key, bytes] : mps.per_device_pinned) {
+    std::string uuid;
+    if (std::binary_search(device_uuids.begin(), device_uuids.end(), key)) {
+      uuid = key;
+    } else {
+      // strconv.Atoi: an optional sign and decimal digits, within int64.
+      std::string_view digits = key;
+      const bool negative = !digits.empty() && digits.front() == '-';
+      if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) digits.remove_prefix(1);
+      const bool integer = !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos;
+      if (!integer)
+        return Error::invalid(field + quote_text(key) +
+                              " is neither the UUID of a device this config applies to nor an index into them (" +
+                              range + ", in UUID order)");
+      const size_t significant = std::min(digits.find_first_not_of('0'), digits.size());
+      digits.remove_prefix(significant);
+      if (digits.size() > 19 || (digits.size() == 19 && digits > "9223372036854775807"))
+        return Error::invalid(field + quote_text(key) + " is out of range for an index");
+      if ((negative && !digits.empty()) || digits.size() > 9 ||
+          (!digits.empty() && std::stoull(std::string(digits)) >= device_uuids.size()))
+        return Error::invalid(field + quote_text(key) + " is not an index into the " +
+                              std::to_string(device_uuids.size()) + " device(s) this config applies to (" + range +
+                              ", in UUID order)");
+      uuid = device_uuids[digits.empty() ? 0 : std::stoull(std::string(digits))];
+    }
+    auto [seen, fresh] = named_by.emplace(uuid, key);
+    if (!fresh && out.at(uuid) != bytes)
+      return Error::invalid(field + quote_text(key) + " and key " + quote_text(seen->second) + " both name " + uuid +
+                            ", with different limits");
+    out[uuid] = bytes;
+  }
+  return out;
+}
+
+namespace {
+
+// Multiplies a decimal number (most significant digit first) by 2^bits, in place.
+void times_power_of_two(std::string& digits, int bits) {
+  for (; bits > 0; bits -= 10) {
+    const unsigned factor = 1u << std::min(bits, 10);
+    unsigned carry = 0;
+    for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
+      const unsigned v = static_cast<unsigned>(*it - '0') * factor + carry;
+      *it = static_cast<char>('0' + v % 10);
+      carry = v / 10;
+    }
+    for (; carry > 0; carry /= 10) digits.insert(digits.begin(), static_cast<char>('0' + carry % 10));
+  }
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
 Result<uint64_t> parse_quantity_bytes(std::string_view text) {
   const std::string shown = quote_text(text);
+  auto bad = [&](const std::string& why) { return Error::invalid("quantity " + shown + " " + why); };
   if (text.empty()) return Error::invalid("quantity is empty");
-  if (text.front() == '+') text.remove_prefix(1);
-  if (!text.empty() && text.front() == '-') return Error::invalid("quantity " + shown + " is negative");
   size_t i = 0;
-  // Whole part and fraction as one integer scaled by 10^fraction_digits. With at most 20 digits
-  // (< 2^67) times the largest unit (2^60) the product stays below 2^127: no overflow in __int128.
-  u128 mantissa = 0;
-  int fraction_digits = 0, digits = 0;
-  bool dot = false;
-  for (; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '.' && !dot) {
-      dot = true;
-      continue;
+  const bool negative = text[0] == '-';
+  if (text[0] == '-' || text[0] == '+') ++i;
+  // The number's significant digits (leading zeros dropped), and how many were after the point.
+  std::string digits;
+  int64_t fraction_digits = 0;
+  size_t seen = 0;
+  auto take = [&](bool fraction) {
+    for (; i < text.size() && is_digit(text[i]); ++i, ++seen) {
+      if (fraction) ++fraction_digits;
+      if (!digits.empty() || text[i] != '0') digits.push_back(text[i]);
     }
-    if (c < '0' || c > '9') break;
-    if (++digits > 20) return Error::invalid("quantity " + shown + " has too many digits");
-    mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
-    if (dot) ++fraction_digits;
+  };
+  take(false);
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    take(true);
   }
-  if (digits == 0) return Error::invalid("quantity " + shown + " does not start with a number");
-  const std::string_view suffix = text.substr(i);
+  if (seen == 0) return bad("has no digits");
+  // Kubernetes' suffix: letters of "eEinumkKMGTP", then an optional sign and digits, then the end.
+  const size_t suffix_at = i;
+  while (i < text.size() && std::string_view("eEinumkKMGTP").find(text[i]) != std::string_view::npos) ++i;
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  while (i < text.size() && is_digit(text[i])) ++i;
+  if (i != text.size())
+    return bad("is not a number with an optional suffix (such as 10Gi, 500M, 1e9 or 0.5Gi): " +
+               quote_text(text.substr(i)) + " is left over");
+  const std::string_view suffix = text.substr(suffix_at);
+  int64_t exponent = 0;  // value = number * 10^exponent * 2^bits
+  int bits = 0;
   struct Unit {
     std::string_view name;
-    u128 factor;
+    int exponent, bits;
   };
-  constexpr u128 kKi = 1024, kK = 1000;
-  const std::array<Unit, 13> units{{{"", 1},
-                                    {"Ki", kKi},
-                                    {"Mi", kKi * kKi},
-                                    {"Gi", kKi * kKi * kKi},
-                                    {"Ti", kKi * kKi * kKi * kKi},
-                                    {"Pi", kKi * kKi * kKi * kKi * kKi},
-                                    {"Ei", kKi * kKi * kKi * kKi * kKi * kKi},
-                                    {"k", kK},
-                                    {"M", kK * kK},
-                                    {"G", kK * kK * kK},
-                                    {"T", kK * kK * kK * kK},
-                                    {"P", kK * kK * kK * kK * kK},
-                                    {"E", kK * kK * kK * kK * kK * kK}}};
-  for (const auto& u : units) {
-    if (u.name != suffix) continue;
-    u128 divisor = 1;
-    for (int k = 0; k < fraction_digits; ++k) divisor *= 10;
-    const u128 bytes = (mantissa * u.factor + divisor - 1) / divisor;
-    if (bytes > static_cast<u128>(std::numeric_limits<int64_t>::max()))
-      return Error::invalid("quantity " + shown + " is larger than 2^63 bytes");
-    return static_cast<uint64_t>(bytes);
+  static constexpr std::array<Unit, 16> kUnits{{{"", 0, 0},    {"n", -9, 0},   {"u", -6, 0},   {"m", -3, 0},
+                                                {"k", 3, 0},   {"M", 6, 0},    {"G", 9, 0},    {"T", 12, 0},
+                                                {"P", 15, 0},  {"E", 18, 0},   {"Ki", 0, 10},  {"Mi", 0, 20},
+                                                {"Gi", 0, 30}, {"Ti", 0, 40},  {"Pi", 0, 50},  {"Ei", 0, 60}}};
+  auto unit = std::find_if(kUnits.begin(), kUnits.end(), [&](const Unit& u) { return u.name == suffix; });
+  if (unit != kUnits.end()) {
+    exponent = unit->exponent;
+    bits = unit->bits;
+  } else if (suffix.size() > 1 && (suffix[0] == 'e' || suffix[0] == 'E')) {
+    std::string_view e = suffix.substr(1);
+    const bool minus = e.front() == '-';
+    if (e.front() == '-' || e.front() == '+') e.remove_prefix(1);
+    if (e.empty() || e.find_first_not_of("0123456789") != std::string_view::npos)
+      return bad("has an unknown suffix " + quote_text(suffix) + " (an exponent is e or E and a whole number: 1e9)");
+    e.remove_prefix(std::min(e.find_first_not_of('0'), e.size()));
+    if (e.size() > 10 || (e.size() == 10 && e > (minus ? "2147483648" : "2147483647")))
+      return bad("has an exponent out of range");
+    exponent = e.empty() ? 0 : std::stoll(std::string(e));
+    if (minus) exponent = -exponent;
+  } else {
+    return bad("has an unknown suffix " + quote_text(suffix) +
+               " (Ki Mi Gi Ti Pi Ei; n u m k M G T P E; or e/E and an exponent)");
   }
-  return Error::invalid("quantity " + shown + " has an unknown suffix " + quote_text(suffix) +
-                        " (Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E)");
+  if (digits.empty()) return uint64_t{0};  // zero, whatever its sign and unit
+  if (negative) return bad("is negative");
+  times_power_of_two(digits, bits);
+  exponent -= fraction_digits;
+  // Whole digits of the value: with more than 19 it is at least 10^19, over 2^63.
+  const int64_t whole_digits = static_cast<int64_t>(digits.size()) + exponent;
+  const std::string too_large = "is larger than " + std::to_string(std::numeric_limits<int64_t>::max()) + " bytes (2^63-1)";
+  if (whole_digits > 19) return bad(too_large);
+  u128 bytes = 0;
+  if (exponent >= 0) {
+    for (char c : digits) bytes = bytes * 10 + static_cast<unsigned>(c - '0');
+    for (int64_t k = 0; k < exponent; ++k) bytes *= 10;
+  } else {
+    const size_t whole = whole_digits > 0 ? static_cast<size_t>(whole_digits) : 0;
+    for (size_t k = 0; k < whole; ++k) bytes = bytes * 10 + static_cast<unsigned>(digits[k] - '0');
+    // A fraction of a byte rounds up, as Quantity.Value() does.
+    if (digits.find_first_not_of('0', whole) != std::string::npos) bytes += 1;
+  }
+  if (bytes > static_cast<u128>(std::numeric_limits<int64_t>::max())) return bad(too_large);
+  return static_cast<uint64_t>(bytes);
 }
 
 }  // namespace kgpu::dra

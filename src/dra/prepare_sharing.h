@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,9 +29,13 @@ enum class TimeSliceInterval { Default = 0, Short = 1, Medium = 2, Long = 3 };
 const char* to_string(TimeSliceInterval interval);  // "Default", "Short", ...
 
 struct MpsConfig {
-  std::optional<int> active_thread_percentage;         // 1..100
-  std::optional<uint64_t> pinned_memory_bytes;         // every device of the claim
-  std::map<std::string, uint64_t> per_device_pinned;   // key: GPU index ("0") or UUID, as written
+  // 0..100, as NVIDIA validates it; 0 is a setting like any other (NVIDIA's daemon gets
+  // "set_default_active_thread_percentage 0"), only a missing field leaves MPS's default.
+  std::optional<int> active_thread_percentage;
+  std::optional<uint64_t> pinned_memory_bytes;         // every device the config applies to
+  // Key as written: the UUID of a device the config applies to, or an index into those devices
+  // sorted by UUID (not the node's NVML index); see mps_pinned_limits().
+  std::map<std::string, uint64_t> per_device_pinned;
   bool operator==(const MpsConfig&) const = default;
 };
 
@@ -51,13 +56,31 @@ struct DeviceConfig {
 
 // Decodes `parameters` of one opaque config. Errors (Error::invalid) name the field: not an object,
 // another apiVersion, a kind kgpu does not serve (VfioDeviceConfig, ComputeDomain*), an unknown
-// field, an unknown strategy or interval, a config section that does not match the strategy, a
-// percentage outside 1..100, a memory limit that is not a positive quantity.
+// field, an unknown strategy or interval, a timeSlicingConfig without an interval (NVIDIA's driver
+// fails on one), a config section that does not match the strategy, a percentage outside 0..100, a
+// memory limit that is not a quantity or is under 1 MiB (NVIDIA's "value set too low": MPS takes
+// whole MiB, rounded down). A TimeSlicing sharing without timeSlicingConfig is interval Default,
+// as NVIDIA's Normalize makes it.
 Result<DeviceConfig> parse_device_config(const nlohmann::json& parameters);
 
-// A Kubernetes resource.Quantity of bytes: digits with an optional fraction and suffix (Ki Mi Gi Ti
-// Pi Ei, k M G T P E), or a JSON number. "10Gi" -> 10737418240, "1.5G" -> 1500000000. Fractions of
-// a byte are rounded up, as Kubernetes does. Errors: empty, malformed, negative, over 2^63.
+// NVIDIA's MpsPerDevicePinnedMemoryLimit.Normalize: the pinned memory limit in bytes of each device
+// one MPS config applies to (its "group": the claim's devices that chose this config entry), keyed
+// by UUID. The default limit applies to every device; a defaultPerDevicePinnedMemoryLimit key then
+// overrides one device: a key equal to one of `device_uuids` is that device, else it must be a
+// decimal integer (Go's strconv.Atoi: optional sign, digits) indexing the group's UUIDs sorted
+// bytewise. An unknown UUID, a key that is no integer, an index out of range, and two keys naming
+// one device with different limits (NVIDIA's outcome depends on Go's map order) are Error::invalid
+// naming the key.
+Result<std::map<std::string, uint64_t>> mps_pinned_limits(const MpsConfig& mps, std::vector<std::string> device_uuids);
+
+// A Kubernetes resource.Quantity (k8s.io/apimachinery ParseQuantity) as a whole number of bytes,
+// what Quantity.Value() gives: an optional sign, digits with an optional fraction ("1.5", ".5",
+// "5."), then nothing or one suffix: binary Ki Mi Gi Ti Pi Ei, decimal n u m k M G T P E, or a
+// decimal exponent e/E with an optional sign ("1e9", "5E-3"). Fractions of a byte are rounded up
+// ("100m" -> 1, "0.3Ki" -> 308). Errors: empty, no digit (Kubernetes reads a few such forms, "Gi"
+// or ".", as 0), anything left after the suffix ("1.5.3Gi", "10 Gi", "1GB"), an unknown suffix
+// ("1K", "1e"), negative (other than -0), over 2^63-1 bytes (Kubernetes clamps binary quantities
+// there and wraps decimal ones), an exponent outside the int32 range.
 Result<uint64_t> parse_quantity_bytes(std::string_view text);
 
 }  // namespace kgpu::dra

@@ -104,8 +104,9 @@ Result<MpsClaimRequest> parse_document(const json& doc) {
   if (!devices) return devices.error();
   out.visible_devices = std::move(*devices);
   if (auto it = doc.find("activeThreadPercentage"); it != doc.end()) {
-    if (!it->is_number_unsigned() || it->get<uint64_t>() < 1 || it->get<uint64_t>() > 100)
-      return Error::invalid("MPS claim request: activeThreadPercentage must be 1 to 100, not " + shown(*it));
+    // 0..100, as NVIDIA's driver takes defaultActiveThreadPercentage (0 is passed on to MPS).
+    if (!it->is_number_unsigned() || it->get<uint64_t>() > 100)
+      return Error::invalid("MPS claim request: activeThreadPercentage must be 0 to 100, not " + shown(*it));
     out.active_thread_percentage = static_cast<int>(it->get<uint64_t>());
   }
   auto limits = parse_limits(doc, out.visible_devices.size());

@@ -27,7 +27,7 @@ struct MpsClaimRequest {
   // CUDA_VISIBLE_DEVICES of the daemon: the claim's GPU UUIDs in the order its containers
   // enumerate them (PCI bus order), so a daemon ordinal is the container's CUDA ordinal.
   std::vector<std::string> visible_devices;
-  std::optional<int> active_thread_percentage;  // 1..100
+  std::optional<int> active_thread_percentage;  // 0..100
   std::map<int, uint64_t> pinned_mib;           // ordinal in visible_devices -> MiB (> 0)
   bool operator==(const MpsClaimRequest&) const = default;
 };
@@ -57,7 +57,7 @@ std::string render_mps_claim_request(const MpsClaimRequest& request);
 
 // Strict: another apiVersion or kind, an unknown field, an unsafe UID, no or too many devices, a
 // device ID that is not 1..128 letters, digits and dashes (it goes into CUDA_VISIBLE_DEVICES), a
-// device named twice, a percentage outside 1..100, a limit for an ordinal the daemon does not see
+// device named twice, a percentage outside 0..100, a limit for an ordinal the daemon does not see
 // or outside 1 MiB .. 1 PiB; each an Error::invalid naming the field.
 Result<MpsClaimRequest> parse_mps_claim_request(std::string_view text);
 

@@ -1,8 +1,9 @@
 // Fuzz target: what the DRA node plugin reads from outside. Three passes per input:
 //  - raw: the input as the ResourceClaim the API server returns, prepared on a fixed node (four
 //    A100s, the first in MIG mode) when it parses; also as the prepared-claims checkpoint (a file
-//    on the host anyone with root there may edit), as an MPS memory quantity, and as the MPS claim
-//    request `kgpu mps-daemon` reads from <mpsRoot>/dra-requests/;
+//    on the host anyone with root there may edit), as an MPS memory quantity (any form
+//    resource.Quantity takes), and as the MPS claim request `kgpu mps-daemon` reads from
+//    <mpsRoot>/dra-requests/;
 //  - typed: the input drives edits of a valid, allocated claim (any field of the allocation or of
 //    an opaque NVIDIA sharing config may get any JSON type or a tricky word), which reaches
 //    prepare_claim's config, MPS and naming paths that raw mutation rarely gets to.
@@ -22,6 +23,7 @@
 #include "dra/claim.h"
 #include "dra/claim_checkpoint.h"
 #include "dra/prepare.h"
+#include "dra/prepare_sharing.h"
 #include "dra/slice_builder.h"
 #include "mps/claim_request.h"
 #include "unit/dra/synthetic_node.h"
@@ -71,7 +73,7 @@ void check(const kgpu::dra::ResourceClaim& claim) {
       if (!id.starts_with(prefix)) __builtin_trap();
   (void)kgpu::cdi_spec_text(prepared->cdi_spec);
   // What the store writes must read back as written.
-  auto back = kgpu::dra::parse_checkpoint(kgpu::dra::checkpoint_text({"boot", {c}}));
+  auto back = kgpu::dra::parse_checkpoint(kgpu::dra::checkpoint_text({"boot", {c}, {}}));
   if (!back || back->claims.size() != 1 || back->claims[0] != c) __builtin_trap();
   if (c.mps) check_mps_request(*c.mps, n.config.mps_root);
 }
@@ -79,7 +81,12 @@ void check(const kgpu::dra::ResourceClaim& claim) {
 const char* const kWords[] = {"gpu.nvidia.com", "node-1", "gpu-1", "gpu-2", "gpu-3", "gpu-0-mig-1g5gb-7-0",
                               "FromClass", "FromClaim", "GpuConfig", "MigDeviceConfig", "TimeSlicing", "MPS",
                               "Long", "resource.nvidia.com/v1beta1", "10Gi", "1.5G", "-1", "0", "a/b", "..",
-                              "GPU-00000000-0000-4000-8000-000000000001", "1", ""};
+                              "GPU-00000000-0000-4000-8000-000000000001", "1", "",
+                              // Quantity forms and per-device keys (issue 29, item 6).
+                              "1e9", "0.5Gi", "100m", "1.5.3Gi", "1Mi", "8Ei", "1e-9", "+1", "-0", "01", "2",
+                              "GPU-00000000-0000-4000-8000-000000000002", "defaultPerDevicePinnedMemoryLimit",
+                              "defaultPinnedDeviceMemoryLimit", "defaultActiveThreadPercentage", "timeSlicingConfig",
+                              "interval"};
 
 json any_value(FuzzedDataProvider& in, int depth) {
   switch (in.ConsumeIntegralInRange<int>(0, depth > 0 ? 7 : 5)) {
@@ -111,7 +118,8 @@ json base_claim() {
                       {"mpsConfig",
                        {{"defaultActiveThreadPercentage", 50},
                         {"defaultPinnedDeviceMemoryLimit", "10Gi"},
-                        {"defaultPerDevicePinnedMemoryLimit", {{"1", "5Gi"}}}}}}}};
+                        // "0": the first (only) device of this config, by UUID order.
+                        {"defaultPerDevicePinnedMemoryLimit", {{"0", "5Gi"}}}}}}}};
   const json slicing = {{"apiVersion", "resource.nvidia.com/v1beta1"},
                         {"kind", "GpuConfig"},
                         {"sharing", {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Long"}}}}}};
@@ -172,7 +180,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   if (auto claim = kgpu::dra::parse_resource_claim(text)) check(*claim);
   (void)kgpu::dra::parse_checkpoint(text);
-  (void)kgpu::dra::parse_quantity_bytes(text);
+  // A quantity is a whole number of bytes within int64, and its plain digits read back as itself.
+  if (auto bytes = kgpu::dra::parse_quantity_bytes(text)) {
+    if (*bytes > static_cast<uint64_t>(INT64_MAX)) __builtin_trap();
+    auto again = kgpu::dra::parse_quantity_bytes(std::to_string(*bytes));
+    if (!again || *again != *bytes) __builtin_trap();
+  }
   if (auto request = kgpu::parse_mps_claim_request(text)) check_mps_request(*request, node().config.mps_root);
   typed(data, size);
   return 0;

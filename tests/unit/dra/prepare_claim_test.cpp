@@ -267,7 +267,7 @@ TEST(DraPrepare, ConfigsKgpuCannotHonourAreErrors) {
             std::string::npos);
   EXPECT_NE(n.error(with(gpu, gpu_sharing({{"strategy", "MPS"},
                                           {"mpsConfig", {{"defaultPerDevicePinnedMemoryLimit", {{"7", "1Gi"}}}}}})))
-                .find("names \"7\", which is not an MPS-shared GPU of this claim"),
+                .find("key \"7\" is not an index into the 1 device(s) this config applies to"),
             std::string::npos);
   EXPECT_NE(n.error(with(gpu, gpu_sharing({{"strategy", "MPS"}, {"mpsConfig", {{"defaultPinnedDeviceMemoryLimit", "41Gi"}}}})))
                 .find("exceeds"),
@@ -333,6 +333,120 @@ TEST(DraPrepare, AmdGpusGetTheVendorEditsOfTheDevicePluginPath) {
   auto refused = prepare_claim(*configured, PrepareInputs{config, inv, pool, nullptr});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("driver gpu.amd.com takes no opaque configuration"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kgpu::dra
+
+// Issue 29, item 6: NVIDIA's resource.nvidia.com/v1beta1 semantics of MPS and time-slicing configs.
+namespace kgpu::dra {
+namespace {
+
+// GPUs 1, 2, 3 with UUIDs in another order than their NVML indexes (and PCI buses): sorted by UUID
+// they are GPU 2 ("GPU-aa..."), GPU 3 ("GPU-bb..."), GPU 1 ("GPU-cc...").
+Node shuffled_uuids() {
+  Node n;
+  n.inventory.gpus[1].uuid = "GPU-cc000000-0000-4000-8000-000000000001";
+  n.inventory.gpus[2].uuid = "GPU-aa000000-0000-4000-8000-000000000002";
+  n.inventory.gpus[3].uuid = "GPU-bb000000-0000-4000-8000-000000000003";
+  n.republish();
+  return n;
+}
+
+json mps_config(const json& settings) { return gpu_sharing({{"strategy", "MPS"}, {"mpsConfig", settings}}); }
+
+TEST(DraPrepareNvidiaSemantics, PerDeviceIndexesCountTheConfigsDevicesInUuidOrder) {
+  const Node n = shuffled_uuids();
+  const json mps = mps_config({{"defaultPinnedDeviceMemoryLimit", "4Gi"},
+                               {"defaultPerDevicePinnedMemoryLimit", {{"1", "1Gi"}, {"2", "2Gi"}}}});
+  const Preparation p = n.ok(claim_json(
+      kUid, {{"g", gpu_name(n.inventory, 1)}, {"g", gpu_name(n.inventory, 2)}, {"g", gpu_name(n.inventory, 3)}},
+      json::array({opaque_config(mps)})));
+  ASSERT_TRUE(p.claim.mps);
+  // Daemon ordinals are PCI order: GPU 1, 2, 3. Index "1" is GPU 3 (second by UUID), "2" is GPU 1;
+  // GPU 2 keeps the default. (By NVML index, "1" and "2" would have been GPUs 1 and 2.)
+  EXPECT_EQ(p.claim.mps->visible_devices, (std::vector<std::string>{n.inventory.gpus[1].uuid, n.inventory.gpus[2].uuid,
+                                                                     n.inventory.gpus[3].uuid}));
+  EXPECT_EQ(p.claim.mps->pinned_mib, (std::map<int, uint64_t>{{0, 2048}, {1, 4096}, {2, 1024}}));
+  EXPECT_TRUE(has(env_of(p.cdi_spec["containerEdits"]), "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M,1=4096M,2=1024M"));
+}
+
+TEST(DraPrepareNvidiaSemantics, PerDeviceKeysNameDevicesOfTheirOwnConfigOnly) {
+  const Node n = shuffled_uuids();
+  const std::string g1 = gpu_name(n.inventory, 1), g2 = gpu_name(n.inventory, 2), g3 = gpu_name(n.inventory, 3);
+  // Config "a" has GPUs 1 and 3 (by UUID: GPU 3, GPU 1); config "b" has GPU 2 alone.
+  auto two_configs = [&](const json& a_limits, const json& b_limits) {
+    return claim_json(kUid, {{"a", g1}, {"b", g2}, {"a", g3}},
+                      json::array({opaque_config(mps_config({{"defaultPerDevicePinnedMemoryLimit", a_limits}}), {"a"}),
+                                   opaque_config(mps_config({{"defaultPerDevicePinnedMemoryLimit", b_limits}}), {"b"})}));
+  };
+  const Preparation p = n.ok(two_configs({{"1", "1Gi"}, {n.inventory.gpus[3].uuid, "3Gi"}}, {{"0", "2Gi"}}));
+  ASSERT_TRUE(p.claim.mps);
+  EXPECT_EQ(p.claim.mps->pinned_mib, (std::map<int, uint64_t>{{0, 1024}, {1, 2048}, {2, 3072}}));
+
+  // Index 2 is past config "a"'s two devices (NVML index 2 is a GPU of the claim, in config "b").
+  std::string e = n.error(two_configs({{"2", "1Gi"}}, json::object()));
+  EXPECT_NE(e.find("MPS config for request(s) \"a\": defaultPerDevicePinnedMemoryLimit key \"2\" is not an index "
+                   "into the 2 device(s) this config applies to (0..1, in UUID order)"),
+            std::string::npos)
+      << e;
+  // GPU 2's UUID is the claim's, but not config "a"'s.
+  e = n.error(two_configs({{n.inventory.gpus[2].uuid, "1Gi"}}, json::object()));
+  EXPECT_NE(e.find("key \"" + n.inventory.gpus[2].uuid + "\" is neither the UUID of a device this config applies to"),
+            std::string::npos)
+      << e;
+  e = n.error(two_configs(json::object(), {{"GPU-unknown", "1Gi"}}));
+  EXPECT_NE(e.find("MPS config for request(s) \"b\": defaultPerDevicePinnedMemoryLimit key \"GPU-unknown\" is neither"),
+            std::string::npos)
+      << e;
+}
+
+TEST(DraPrepareNvidiaSemantics, ZeroActiveThreadPercentageReachesTheDaemon) {
+  const Node n;
+  const Preparation p = n.ok(claim_json(kUid, {{"g", gpu_name(n.inventory, 1)}},
+                                        json::array({opaque_config(mps_config({{"defaultActiveThreadPercentage", 0}}))})));
+  ASSERT_TRUE(p.claim.mps);
+  EXPECT_EQ(p.claim.mps->active_thread_percentage, 0);
+  const auto commands = mps_claim_daemon_spec(n.config.mps_root, *p.claim.mps).commands;
+  EXPECT_TRUE(has(commands, "set_default_active_thread_percentage 0"));
+  // What kgpu mps-daemon reads back is the same request.
+  auto back = parse_mps_claim_request(render_mps_claim_request(*p.claim.mps));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, *p.claim.mps);
+  for (const auto& env : env_of(p.cdi_spec["containerEdits"]))
+    EXPECT_FALSE(env.starts_with("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) << env;
+}
+
+TEST(DraPrepareNvidiaSemantics, LimitsInEveryQuantityFormRoundDownToWholeMib) {
+  const Node n;
+  auto with_limit = [&](const json& limit) {
+    return claim_json(kUid, {{"g", gpu_name(n.inventory, 1)}},
+                      json::array({opaque_config(mps_config({{"defaultPinnedDeviceMemoryLimit", limit}}))}));
+  };
+  // NVIDIA's own test cases: 1G -> 953M, 10M -> 9M, 1Gi -> 1024M.
+  for (const auto& [limit, mib] : std::vector<std::pair<json, uint64_t>>{
+           {"1e9", 953}, {1e9, 953}, {"1G", 953}, {"10M", 9}, {"1Gi", 1024}, {"0.5Gi", 512}, {"1.5Mi", 1}, {"1048576000m", 1}}) {
+    const Preparation p = n.ok(with_limit(limit));
+    ASSERT_TRUE(p.claim.mps) << limit.dump();
+    EXPECT_EQ(p.claim.mps->pinned_mib, (std::map<int, uint64_t>{{0, mib}})) << limit.dump();
+  }
+  EXPECT_NE(n.error(with_limit("100m")).find("under the 1Mi"), std::string::npos);
+  EXPECT_NE(n.error(with_limit("-1Gi")).find("is negative"), std::string::npos);
+  EXPECT_NE(n.error(with_limit("1.5.3Gi")).find("left over"), std::string::npos);
+  EXPECT_NE(n.error(with_limit("1e30")).find("larger than"), std::string::npos);
+}
+
+TEST(DraPrepareNvidiaSemantics, TimeSlicingWithoutItsConfigSetsTheDefaultInterval) {
+  const Node n;
+  const std::string gpu = gpu_name(n.inventory, 2);
+  const Preparation p = n.ok(
+      claim_json(kUid, {{"g", gpu}}, json::array({opaque_config(gpu_sharing({{"strategy", "TimeSlicing"}}))})));
+  EXPECT_EQ(p.claim.time_slicing, (std::vector<TimeSliceSetting>{{n.inventory.gpus[2].uuid, TimeSliceInterval::Default}}));
+  EXPECT_NE(n.error(claim_json(kUid, {{"g", gpu}},
+                               json::array({opaque_config(gpu_sharing(
+                                   {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", json::object()}}))})))
+                .find("timeSlicingConfig.interval is missing"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -79,8 +79,11 @@ TEST(MpsClaimRequest, EveryBadFieldIsRefusedByName) {
   EXPECT_NE(refused([](json& d) { d["visibleDevices"] = {"GPU-1,GPU-2"}; }).find("letters, digits and dashes"),
             std::string::npos);
   EXPECT_NE(refused([](json& d) { d["visibleDevices"] = {"GPU-1", "GPU-1"}; }).find("twice"), std::string::npos);
-  EXPECT_NE(refused([](json& d) { d["activeThreadPercentage"] = 0; }).find("1 to 100"), std::string::npos);
-  EXPECT_NE(refused([](json& d) { d["activeThreadPercentage"] = "50"; }).find("1 to 100"), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["activeThreadPercentage"] = 101; }).find("0 to 100"), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["activeThreadPercentage"] = -1; }).find("0 to 100"), std::string::npos);
+  EXPECT_NE(refused([](json& d) { d["activeThreadPercentage"] = "50"; }).find("0 to 100"), std::string::npos);
+  // 0 is NVIDIA's defaultActiveThreadPercentage 0, passed on to MPS as it is.
+  EXPECT_EQ(refused([](json& d) { d["activeThreadPercentage"] = 0; }), "accepted");
   EXPECT_NE(refused([](json& d) { d["pinnedDeviceMemoryLimitsMiB"] = {{"2", 10}}; }).find("not an ordinal"),
             std::string::npos);
   EXPECT_NE(refused([](json& d) { d["pinnedDeviceMemoryLimitsMiB"] = {{"0", 0}}; }).find("1 to"), std::string::npos);
