@@ -75,6 +75,7 @@ struct DraWiring::Impl {
   bool pods_unknown_warned = false;        // loop thread only
   std::vector<dra::GpuHold> last_pod_holds;  // loop thread only
   std::vector<std::string> overrides;        // under mu
+  std::vector<std::string> hidden;           // under mu: devices left out of the slices (held hardware)
   std::vector<bool> last_owned;              // under mu
 
   bool serves(const std::string& driver) const {
@@ -142,9 +143,18 @@ struct DraWiring::Impl {
     if (on_pod_holds) on_pod_holds(!pods_settled);
   }
 
+  // After an unprepare: something the last plan kept from its configured owner, or left out of
+  // the slices, may be free again.
   bool has_overrides() {
     std::lock_guard lock(mu);
-    return !overrides.empty();
+    return !overrides.empty() || !hidden.empty();
+  }
+
+  void note_hidden(std::vector<std::string> now) {
+    std::lock_guard lock(mu);
+    for (const auto& h : now)
+      if (std::find(hidden.begin(), hidden.end(), h) == hidden.end()) spdlog::warn("DRA: {}", h);
+    hidden = std::move(now);
   }
 
   std::vector<bool> owned_by_config(const Inventory& inventory) {
@@ -307,6 +317,10 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
   }
   if (owned.size() != inventory.gpus.size()) owned = s.owners(inventory, nullptr);
   auto pools = dra::served_pools(std::move(publication->pools), inventory, s.args, owned);
+  std::vector<dra::PreparedClaim> prepared;
+  for (const auto& driver : s.drivers)
+    for (auto& c : driver.store->prepared()) prepared.push_back(std::move(c));
+  s.note_hidden(dra::hide_devices_held_elsewhere(pools, prepared));
   for (auto& driver : s.drivers) {
     auto devices = std::make_shared<dra::NodeDevices>();
     devices->pool = {driver.name, s.node_name, {}};  // no GPU of this vendor now: an empty pool

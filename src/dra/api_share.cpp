@@ -146,6 +146,26 @@ std::vector<DriverPool> served_pools(std::vector<DriverPool> pools, const Invent
   return pools;
 }
 
+std::vector<std::string> hide_devices_held_elsewhere(std::vector<DriverPool>& pools,
+                                                     const std::vector<PreparedClaim>& claims) {
+  std::vector<std::string> hidden;
+  for (auto& pool : pools)
+    std::erase_if(pool.devices, [&](const DraDevice& d) {
+      const std::string gpu = gpu_uuid_of(d);
+      const bool full_gpu = d.attribute("parentUUID") == nullptr;
+      for (const auto& c : claims)
+        for (const auto& held : c.devices) {
+          if (held.admin_access || held.gpu_uuid.empty() || held.gpu_uuid != gpu || held.device == d.name) continue;
+          if (!held.whole_gpu && !full_gpu) continue;  // two MIG devices: distinct slices
+          hidden.push_back(d.name + " is not published: claim " + c.ref.ns + "/" + c.ref.name + " (" + c.ref.uid +
+                           ") holds its GPU as " + held.device);
+          return true;
+        }
+      return false;
+    });
+  return hidden;
+}
+
 ResourcePlan without_owned(ResourcePlan plan, const std::vector<bool>& owned) {
   auto is_owned = [&](const AdvertisedDevice& d) { return d.gpu < owned.size() && owned[d.gpu]; };
   std::erase_if(plan.resources, [&](Resource& r) {

@@ -67,6 +67,13 @@ std::vector<std::string> served_drivers(const DraConfig& dra);
 std::vector<DriverPool> served_pools(std::vector<DriverPool> pools, const Inventory& inventory, const DraConfig& dra,
                                      const std::vector<bool>& owned);
 
+// Leaves out of `pools` every device that sits on hardware a prepared claim holds under another
+// device name (issue 28, item 12): after a MIG re-layout of a GPU a whole-GPU claim holds, its new
+// MIG devices; a full GPU whose MIG device a claim holds. The scheduler would allocate them and
+// the prepare would refuse. Returns one sentence per device left out.
+std::vector<std::string> hide_devices_held_elsewhere(std::vector<DriverPool>& pools,
+                                                     const std::vector<PreparedClaim>& claims);
+
 // The device-plugin share: `plan` without the devices of owned GPUs; a resource left without
 // devices goes too (one that never had any, such as a device group, stays).
 ResourcePlan without_owned(ResourcePlan plan, const std::vector<bool>& owned);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "cdi/spec_builder.h"
 #include "core/resource_plan.h"
@@ -182,8 +183,6 @@ class Preparer {
         return Error::invalid(where + "GpuConfig cannot configure MIG device " + r.device + " (use MigDeviceConfig)");
       if (decoded->kind == DeviceConfig::Kind::Mig && !d.mig)
         return Error::invalid(where + "MigDeviceConfig cannot configure full GPU " + r.device + " (use GpuConfig)");
-      if (decoded->sharing.strategy == DeviceSharing::Strategy::Mps && d.mig)
-        return Error::invalid(where + "MPS on MIG device " + r.device + " is not supported by kgpu");
       d.config = &config;
       d.sharing = decoded->sharing;
       return std::nullopt;
@@ -215,11 +214,15 @@ class Preparer {
     return std::nullopt;
   }
 
-  // The one thread percentage and the pinned memory per GPU that the claim's MPS configs ask for.
+  // The one thread percentage and the pinned memory per device that the claim's MPS configs ask for.
   struct MpsLimits {
     std::optional<int> percentage;
-    std::map<size_t, uint64_t> pinned;  // by position in Inventory::gpus
+    std::map<std::string, uint64_t> pinned;  // by device UUID (a GPU's, or a MIG device's)
   };
+
+  // What CUDA and MPS name the device by: the MIG device's own UUID for a MIG device.
+  static const std::string& uuid_of(const ClaimDevice& d) { return d.mig ? d.mig->uuid : d.gpu->uuid; }
+  static uint64_t memory_of(const ClaimDevice& d) { return d.mig ? d.mig->memory_bytes : d.gpu->memory_bytes; }
   Result<MpsLimits> mps_limits(const std::vector<const ClaimDevice*>& mps) const {
     MpsLimits out;
     for (const ClaimDevice* d : mps) {
@@ -241,7 +244,7 @@ class Preparer {
       const MpsConfig* settings = nullptr;
       for (const ClaimDevice* d : mps)
         if (d->config == config) {
-          uuids.push_back(d->gpu->uuid);
+          uuids.push_back(uuid_of(*d));
           settings = &d->sharing.mps;
         }
       auto limits = mps_pinned_limits(*settings, uuids);
@@ -253,14 +256,14 @@ class Preparer {
                               ": " + limits.error().message);
       }
       for (const ClaimDevice* d : mps)
-        if (auto it = limits->find(d->gpu->uuid); d->config == config && it != limits->end())
-          out.pinned[d->backing.gpu] = it->second;
+        if (auto it = limits->find(uuid_of(*d)); d->config == config && it != limits->end())
+          out.pinned[uuid_of(*d)] = it->second;
     }
-    for (const auto& [g, bytes] : out.pinned) {
-      const Gpu& gpu = in_.inventory.gpus[g];
-      if (gpu.memory_bytes != 0 && bytes > gpu.memory_bytes)
-        return Error::invalid(who_ + ": MPS pinned memory limit of " + std::to_string(bytes) + " bytes for " +
-                              gpu.uuid + " exceeds its " + std::to_string(gpu.memory_bytes) + " bytes");
+    for (const ClaimDevice* d : mps) {
+      auto it = out.pinned.find(uuid_of(*d));
+      if (it != out.pinned.end() && memory_of(*d) != 0 && it->second > memory_of(*d))
+        return Error::invalid(who_ + ": MPS pinned memory limit of " + std::to_string(it->second) + " bytes for " +
+                              uuid_of(*d) + " exceeds its " + std::to_string(memory_of(*d)) + " bytes");
     }
     return out;
   }
@@ -269,26 +272,32 @@ class Preparer {
   // GPUs only, in the order CUDA inside the container enumerates them (PCI bus order), so one
   // ordinal means the same GPU to the daemon's limits and to the clients' CUDA_MPS_PINNED_DEVICE_MEM_LIMIT.
   Result<MpsClaimRequest> mps_request(const MpsLimits& limits) {
-    std::vector<size_t> order;
+    // The devices of the MPS config(s) only: a time-sliced request of the same claim keeps its
+    // GPUs out of the daemon (and its containers are no MPS clients: spec()).
+    // MIG devices (MPS on MIG, as NVIDIA's driver allows) by their parent's PCI order, then their
+    // own index on it: the order CUDA enumerates them in.
+    std::vector<const ClaimDevice*> order;
     for (const auto& d : devices_)
-      if (!d.mig && d.gpu->vendor == Vendor::Nvidia) order.push_back(d.backing.gpu);
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const Gpu &x = in_.inventory.gpus[a], &y = in_.inventory.gpus[b];
-      return std::tie(x.pci_bus_id, x.index) < std::tie(y.pci_bus_id, y.index);
-    });
-    order.erase(std::unique(order.begin(), order.end()), order.end());
+      if (d.gpu->vendor == Vendor::Nvidia && d.sharing.strategy == DeviceSharing::Strategy::Mps) order.push_back(&d);
+    auto key = [](const ClaimDevice* d) {
+      return std::make_tuple(d->gpu->pci_bus_id, d->gpu->index, d->mig ? d->mig->index : -1);
+    };
+    std::sort(order.begin(), order.end(), [&](const ClaimDevice* a, const ClaimDevice* b) { return key(a) < key(b); });
+    order.erase(std::unique(order.begin(), order.end(),
+                            [&](const ClaimDevice* a, const ClaimDevice* b) { return uuid_of(*a) == uuid_of(*b); }),
+                order.end());
     MpsClaimRequest daemon;
     daemon.claim_uid = claim_.ref.uid;
     daemon.active_thread_percentage = limits.percentage;
     std::vector<std::string> client_limits;
     for (size_t ordinal = 0; ordinal < order.size(); ++ordinal) {
-      const std::string& uuid = in_.inventory.gpus[order[ordinal]].uuid;
+      const std::string& uuid = uuid_of(*order[ordinal]);
       if (!is_cuda_device_id(uuid))
         return Error::invalid(who_ + ": GPU UUID " + quote_text(uuid) +
                               " cannot name the GPU to an MPS daemon (CUDA_VISIBLE_DEVICES takes letters, digits "
                               "and dashes)");
       daemon.visible_devices.push_back(uuid);
-      if (auto it = limits.pinned.find(order[ordinal]); it != limits.pinned.end()) {
+      if (auto it = limits.pinned.find(uuid); it != limits.pinned.end()) {
         // Whole MiB, rounded down as NVIDIA's driver does (1G -> 953M); decoding refused limits
         // under 1 MiB, so none becomes 0, "no limit".
         const uint64_t mib = std::max<uint64_t>(1, it->second >> 20);
@@ -310,18 +319,50 @@ class Preparer {
     return daemon;
   }
 
+  // The base request names a device serves (its kubelet answer entry in `claim`).
+  static const std::vector<std::string>& requests_of(const PreparedClaim& claim, const ClaimDevice& d) {
+    static const std::vector<std::string> kNone;
+    for (const auto& a : claim.devices)
+      if (a.device == d.published->name) return a.requests;
+    return kNone;
+  }
+
+  // NVIDIA_VISIBLE_DEVICES for the containers that use `d`: the NVIDIA devices of the requests `d`
+  // serves, so a container sees its own request's devices only (NVIDIA's driver scopes edits per
+  // device, too). Devices of one request carry the same value, so a container using several of them
+  // gets one consistent variable.
+  std::string visible_for(const PreparedClaim& claim, const ClaimDevice& d) const {
+    const auto& mine = requests_of(claim, d);
+    std::vector<std::string> visible;
+    for (const auto& e : devices_) {
+      if (e.gpu->vendor != Vendor::Nvidia) continue;
+      const auto& theirs = requests_of(claim, e);
+      const bool shared = &e == &d || std::any_of(mine.begin(), mine.end(), [&](const std::string& r) {
+                            return std::find(theirs.begin(), theirs.end(), r) != theirs.end();
+                          });
+      if (shared)
+        visible.push_back(e.mig ? mig_device_id(in_.config, *e.gpu, *e.mig) : gpu_device_id(in_.config, *e.gpu));
+    }
+    return join(visible, ',');
+  }
+
   json spec(const PreparedClaim& claim) const {
     const Config& config = in_.config;
     json devices = json::array();
-    std::vector<BackingDevice> nvidia, others;
-    std::vector<std::string> visible;
+    std::vector<BackingDevice> others;
+    bool any_nvidia = false;
     for (const auto& d : devices_) {
       ContainerEdits own;
       if (d.gpu->vendor == Vendor::Nvidia) {
-        nvidia.push_back(d.backing);
-        visible.push_back(d.mig ? mig_device_id(config, *d.gpu, *d.mig) : gpu_device_id(config, *d.gpu));
+        any_nvidia = true;
         for (const auto& path : d.mig ? nvidia_mig_node_paths(*d.gpu, *d.mig) : nvidia_gpu_node_paths(*d.gpu))
           own.devices.push_back({path, host_path_under(config.dev_root(), path), "rw"});
+        own.envs["NVIDIA_VISIBLE_DEVICES"] = visible_for(claim, d);
+        // Only the MPS request's containers are the daemon's clients.
+        if (claim.mps && d.sharing.strategy == DeviceSharing::Strategy::Mps) {
+          for (const auto& [k, v] : mps_edits_.envs) own.envs[k] = v;
+          own.mounts = mps_edits_.mounts;
+        }
       } else {
         others.push_back(d.backing);
         const ContainerEdits vendor = vendor_device_edits(config, in_.inventory, Resource{}, {d.backing});
@@ -332,7 +373,7 @@ class Preparer {
     }
 
     json common = json::object();
-    if (!nvidia.empty()) {
+    if (any_nvidia) {
       if (in_.driver_files) {
         common = nvidia_common_cdi_edits(config, in_.inventory, *in_.driver_files);
         common.erase("env");  // its NVIDIA_VISIBLE_DEVICES=void is for the device-plugin spec
@@ -342,9 +383,6 @@ class Preparer {
           control.devices.push_back({path, host_path_under(config.dev_root(), path), "rw"});
         common = cdi_edits(control);
       }
-      ContainerEdits env;
-      env.envs["NVIDIA_VISIBLE_DEVICES"] = join(visible, ',');
-      append_edits(common, cdi_edits(env));
     }
     if (!others.empty()) {
       const ContainerEdits vendor = vendor_device_edits(config, in_.inventory, Resource{}, others);
@@ -352,7 +390,6 @@ class Preparer {
       env.envs = vendor.envs;
       append_edits(common, cdi_edits(env));
     }
-    if (claim.mps) append_edits(common, cdi_edits(mps_edits_));
     // Assigned, not an initializer list, which would copy the (driver-file sized) edits.
     json spec = json::object();
     spec["cdiVersion"] = kCdiSpecVersion;

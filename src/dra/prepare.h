@@ -83,7 +83,7 @@ struct PrepareInputs {
 // publish (named), one device configured for two kinds of sharing, an opaque config that does
 // not decode, that names the request but is for another device type (GpuConfig on a MIG device;
 // one for every request is passed over instead, as NVIDIA's driver does), or that asks for
-// what kgpu cannot do (MPS on MIG devices, MPS without --mps-root, limits for a device the claim
+// what kgpu cannot do (MPS without --mps-root, limits for a device the claim
 // does not hold, a pinned limit above the device's memory, two thread percentages in one claim).
 Result<Preparation> prepare_claim(const ResourceClaim& claim, const PrepareInputs& inputs);
 

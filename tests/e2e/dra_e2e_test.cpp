@@ -397,10 +397,12 @@ TEST_F(DraE2E, ClaimSpecsCarryTheDriverFilesAsTheDevicePluginSpecDoes) {
   EXPECT_TRUE(mounted.count("/lib/firmware/nvidia/550.54.15/gsp_ga10x.bin")) << edits.dump(1);
   ASSERT_FALSE(edits.value("hooks", nlohmann::json::array()).empty()) << edits.dump(1);
   EXPECT_EQ(edits["hooks"][0].value("path", ""), "/opt/hooks/nvidia-ctk");
-  // Still the claim's own GPU for runtimes that read the variable, not the device-plugin spec's "void".
-  const auto env = edits.value("env", nlohmann::json::array());
+  // Still the claim's own GPU for runtimes that read the variable, not the device-plugin spec's
+  // "void"; on the device, so only the containers of its request see it.
+  const auto& device_edits = spec["devices"][0]["containerEdits"];
+  const auto env = device_edits.value("env", nlohmann::json::array());
   EXPECT_NE(std::find(env.begin(), env.end(), "NVIDIA_VISIBLE_DEVICES=" + published_uuids(api).at(device)), env.end())
-      << edits.dump(1);
+      << spec.dump(1);
 }
 
 // Issue 28, item 10: nvidia-smi fails when a time-sliced claim is unprepared. The claim goes (the

@@ -185,5 +185,31 @@ TEST(DraShare, ClaimsAndPodsKeepTheirGpusWhateverTheSplitSays) {
   EXPECT_EQ(api_owners(inv, configured, {}, {}).overrides, std::vector<std::string>{});
 }
 
+// Issue 28, item 12: the slices do not offer hardware a claim holds under another device name.
+TEST(DraShare, DevicesOnHardwareAClaimHoldsUnderAnotherNameAreNotPublished) {
+  const Inventory inv = testing::a100_node(2, 1);  // GPU 0 in MIG mode, GPU 1 whole
+  SliceOptions o;
+  o.node_name = "node-1";
+  std::vector<DriverPool> pools = build_publication(inv, o)->pools;
+  const size_t before = pools[0].devices.size();
+  PreparedClaim whole;  // prepared on GPU 0 as a full GPU before MIG mode came on
+  whole.ref = {"uid-1", "team-a", "train"};
+  whole.devices = {{{"gpu"}, "node-1", gpu_device_name(inv.gpus[0]), {}, std::nullopt, false, inv.gpus[0].uuid, true}};
+  PreparedClaim slice;  // a MIG device of GPU 0 under its own name: no effect on its siblings
+  slice.ref = {"uid-2", "team-a", "infer"};
+  slice.devices = {{{"mig"}, "node-1", mig_device_name(inv.gpus[0], inv.gpus[0].mig_devices[0]), {}, std::nullopt,
+                    false, inv.gpus[0].uuid, false}};
+  auto hidden = hide_devices_held_elsewhere(pools, {slice});
+  EXPECT_TRUE(hidden.empty());
+  EXPECT_EQ(pools[0].devices.size(), before);
+  hidden = hide_devices_held_elsewhere(pools, {whole});
+  EXPECT_EQ(hidden.size(), 7u);
+  EXPECT_EQ(pools[0].devices.size(), before - 7);
+  EXPECT_NE(hidden[0].find("claim team-a/train (uid-1) holds its GPU as " + gpu_device_name(inv.gpus[0])),
+            std::string::npos)
+      << hidden[0];
+  for (const auto& d : pools[0].devices) EXPECT_EQ(d.attribute("parentUUID"), nullptr) << d.name;
+}
+
 }  // namespace
 }  // namespace kgpu::dra

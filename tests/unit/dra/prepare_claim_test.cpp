@@ -97,8 +97,12 @@ TEST(DraPrepare, FullGpusGetTheirNodesAndOneCdiIdEach) {
   EXPECT_EQ(p.claim.cdi_spec_file, std::string("kgpu-k8s.gpu.nvidia.com-claim_") + kUid + ".json");
   const json& common = p.cdi_spec["containerEdits"];
   EXPECT_EQ(common["deviceNodes"], node_list(n.config, nvidia_control_node_paths(n.inventory)));
-  EXPECT_EQ(env_of(common), std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[1].uuid + "," +
-                                                    n.inventory.gpus[3].uuid});
+  EXPECT_EQ(env_of(common), std::vector<std::string>{}) << "scoped per device: a container sees its request's GPUs";
+  // Both devices serve request "gpus": each names both, so a container using both sees both.
+  for (size_t k = 0; k < 2; ++k)
+    EXPECT_EQ(env_of(p.cdi_spec["devices"][k]["containerEdits"]),
+              std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[1].uuid + "," +
+                                       n.inventory.gpus[3].uuid});
   EXPECT_TRUE(p.claim.time_slicing.empty());
   EXPECT_FALSE(p.claim.mps);
 }
@@ -111,7 +115,7 @@ TEST(DraPrepare, MigDevicesGetParentAndCapabilityNodes) {
   ASSERT_EQ(p.claim.devices.size(), 1u);
   EXPECT_EQ(p.cdi_spec["devices"][0]["containerEdits"]["deviceNodes"],
             node_list(n.config, nvidia_mig_node_paths(n.inventory.gpus[0], n.inventory.gpus[0].mig_devices[2])));
-  EXPECT_EQ(env_of(p.cdi_spec["containerEdits"]),
+  EXPECT_EQ(env_of(p.cdi_spec["devices"][0]["containerEdits"]),
             std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[0].mig_devices[2].uuid});
 }
 
@@ -119,8 +123,11 @@ TEST(DraPrepare, IndexStrategyNamesDevicesByIndexForTheRuntime) {
   Node n;
   n.config.device_id_strategy = DeviceIdStrategy::Index;
   const Preparation p = n.ok(claim_json(kUid, {{"a", gpu_name(n.inventory, 2)}, {"b", mig_name(n.inventory, 0, 4)}}));
-  EXPECT_EQ(env_of(p.cdi_spec["containerEdits"]),
-            std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + gpu_device_id(n.config, n.inventory.gpus[2]) + "," +
+  // Requests "a" and "b" are scoped apart: each device names its own request's devices only.
+  EXPECT_EQ(env_of(p.cdi_spec["devices"][0]["containerEdits"]),
+            std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + gpu_device_id(n.config, n.inventory.gpus[2])});
+  EXPECT_EQ(env_of(p.cdi_spec["devices"][1]["containerEdits"]),
+            std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" +
                                      mig_device_id(n.config, n.inventory.gpus[0], n.inventory.gpus[0].mig_devices[4])});
 }
 
@@ -192,8 +199,10 @@ TEST(DraPrepare, DriverFilesGiveTheSameCommonEditsAsTheDevicePluginSpec) {
   EXPECT_EQ(common["mounts"], expected["mounts"]);
   EXPECT_EQ(common["hooks"], expected["hooks"]);
   EXPECT_EQ(common["deviceNodes"], expected["deviceNodes"]);
-  // Not the device-plugin spec's "void": this spec names the claim's devices.
-  EXPECT_EQ(env_of(common), std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[1].uuid});
+  // Not the device-plugin spec's "void": this spec names the claim's devices (on the device).
+  EXPECT_EQ(env_of(common), std::vector<std::string>{});
+  EXPECT_EQ(env_of(p.cdi_spec["devices"][0]["containerEdits"]),
+            std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[1].uuid});
 }
 
 TEST(DraPrepare, TimeSlicingIsRecordedPerGpuForTheCaller) {
@@ -238,7 +247,13 @@ TEST(DraPrepare, MpsGivesADaemonAndClientEditsLikeTheDevicePluginPath) {
   EXPECT_EQ(p.claim.mps->visible_devices, (std::vector<std::string>{n.inventory.gpus[1].uuid, n.inventory.gpus[3].uuid}));
   EXPECT_EQ(p.claim.mps->active_thread_percentage, 25);
   EXPECT_EQ(p.claim.mps->pinned_mib, (std::map<int, uint64_t>{{0, 8192}, {1, 2048}}));
-  const json& common = p.cdi_spec["containerEdits"];
+  // The client edits are on each MPS device (the containers of the MPS request), not claim-wide.
+  EXPECT_FALSE(p.cdi_spec["containerEdits"].contains("mounts"));
+  const json& common = p.cdi_spec["devices"][0]["containerEdits"];
+  EXPECT_EQ(env_of(common), env_of(p.cdi_spec["devices"][1]["containerEdits"])) << "one request: the same edits";
+  EXPECT_TRUE(has(env_of(common), "NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[3].uuid + "," + n.inventory.gpus[1].uuid))
+      << "the request's devices, in the claim's order";
+  EXPECT_EQ(common["mounts"], p.cdi_spec["devices"][1]["containerEdits"]["mounts"]);
   const auto env = env_of(common);
   EXPECT_TRUE(has(env, "CUDA_MPS_PIPE_DIRECTORY=" + mps_container_pipe_dir(resource)));
   EXPECT_TRUE(has(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"));
@@ -253,6 +268,56 @@ TEST(DraPrepare, MpsGivesADaemonAndClientEditsLikeTheDevicePluginPath) {
   EXPECT_TRUE(has(mount_targets, "/dev/shm"));
 }
 
+// Issue 29, item 4 (NVIDIA's quickstart gpu-test5): one claim, a time-sliced request and an MPS
+// request. Only the MPS request's containers become MPS clients, the daemon sees only the MPS
+// request's GPU, and each container sees only its own request's GPU.
+TEST(DraPrepare, SharingAndVisibilityAreScopedPerRequest) {
+  Node n;
+  const json configs = json::array({
+      opaque_config(gpu_sharing({{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Long"}}}}), {"ts"}),
+      opaque_config(gpu_sharing({{"strategy", "MPS"}, {"mpsConfig", {{"defaultActiveThreadPercentage", 50}}}}), {"mps"}),
+  });
+  const Preparation p =
+      n.ok(claim_json(kUid, {{"ts", gpu_name(n.inventory, 1)}, {"mps", gpu_name(n.inventory, 2)}}, configs));
+  ASSERT_TRUE(p.claim.mps);
+  EXPECT_EQ(p.claim.mps->visible_devices, std::vector<std::string>{n.inventory.gpus[2].uuid});
+  EXPECT_EQ(p.claim.time_slicing, (std::vector<TimeSliceSetting>{{n.inventory.gpus[1].uuid, TimeSliceInterval::Long}}));
+  const auto sliced = env_of(p.cdi_spec["devices"][0]["containerEdits"]);
+  const auto mps = env_of(p.cdi_spec["devices"][1]["containerEdits"]);
+  EXPECT_EQ(sliced, std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[1].uuid});
+  EXPECT_TRUE(has(mps, "NVIDIA_VISIBLE_DEVICES=" + n.inventory.gpus[2].uuid));
+  EXPECT_TRUE(has(mps, "CUDA_MPS_PIPE_DIRECTORY=" + mps_container_pipe_dir(mps_claim_resource(kUid))));
+  EXPECT_FALSE(p.cdi_spec["devices"][0]["containerEdits"].contains("mounts")) << "no MPS pipe for the time-sliced one";
+  EXPECT_TRUE(env_of(p.cdi_spec["containerEdits"]).empty());
+  EXPECT_FALSE(p.cdi_spec["containerEdits"].contains("mounts"));
+}
+
+// Issue 29, item 5: MPS on MIG devices, as NVIDIA's driver accepts it. The daemon sees the MIG
+// devices by their own UUIDs, in their parents' PCI order then their index; limits follow.
+TEST(DraPrepare, MpsOnMigDevicesGivesADaemonOverTheMigDevices) {
+  Node n;
+  const json mps = gpu_sharing({{"strategy", "MPS"},
+                                {"mpsConfig",
+                                 {{"defaultPinnedDeviceMemoryLimit", "2Gi"},
+                                  {"defaultPerDevicePinnedMemoryLimit", {{n.inventory.gpus[0].mig_devices[1].uuid, "1Gi"}}}}}},
+                               "MigDeviceConfig");
+  const Preparation p = n.ok(claim_json(kUid, {{"m", mig_name(n.inventory, 0, 3)}, {"m", mig_name(n.inventory, 0, 1)}},
+                                        json::array({opaque_config(mps)})));
+  ASSERT_TRUE(p.claim.mps);
+  EXPECT_EQ(p.claim.mps->visible_devices, (std::vector<std::string>{n.inventory.gpus[0].mig_devices[1].uuid,
+                                                                     n.inventory.gpus[0].mig_devices[3].uuid}));
+  EXPECT_EQ(p.claim.mps->pinned_mib, (std::map<int, uint64_t>{{0, 1024}, {1, 2048}}));
+  for (size_t k = 0; k < 2; ++k)
+    EXPECT_TRUE(has(env_of(p.cdi_spec["devices"][k]["containerEdits"]),
+                    "CUDA_MPS_PIPE_DIRECTORY=" + mps_container_pipe_dir(mps_claim_resource(kUid))));
+  // A limit above the MIG device's own memory (not its parent's) is refused.
+  const json too_big = gpu_sharing({{"strategy", "MPS"}, {"mpsConfig", {{"defaultPinnedDeviceMemoryLimit", "8Gi"}}}},
+                                   "MigDeviceConfig");
+  EXPECT_NE(n.error(claim_json(kUid, {{"m", mig_name(n.inventory, 0, 3)}}, json::array({opaque_config(too_big)})))
+                .find("exceeds its"),
+            std::string::npos);
+}
+
 TEST(DraPrepare, ConfigsKgpuCannotHonourAreErrors) {
   Node n;
   const std::string gpu = gpu_name(n.inventory, 1), mig = mig_name(n.inventory, 0, 0);
@@ -262,8 +327,6 @@ TEST(DraPrepare, ConfigsKgpuCannotHonourAreErrors) {
   const json mps = gpu_sharing({{"strategy", "MPS"}});
   EXPECT_NE(n.error(with(mig, mps)).find("GpuConfig cannot configure MIG device"), std::string::npos);
   EXPECT_NE(n.error(with(gpu, gpu_sharing({{"strategy", "MPS"}}, "MigDeviceConfig"))).find("MigDeviceConfig cannot configure full GPU"),
-            std::string::npos);
-  EXPECT_NE(n.error(with(mig, gpu_sharing({{"strategy", "MPS"}}, "MigDeviceConfig"))).find("MPS on MIG device"),
             std::string::npos);
   EXPECT_NE(n.error(with(gpu, gpu_sharing({{"strategy", "MPS"},
                                           {"mpsConfig", {{"defaultPerDevicePinnedMemoryLimit", {{"7", "1Gi"}}}}}})))
@@ -368,7 +431,8 @@ TEST(DraPrepareNvidiaSemantics, PerDeviceIndexesCountTheConfigsDevicesInUuidOrde
   EXPECT_EQ(p.claim.mps->visible_devices, (std::vector<std::string>{n.inventory.gpus[1].uuid, n.inventory.gpus[2].uuid,
                                                                      n.inventory.gpus[3].uuid}));
   EXPECT_EQ(p.claim.mps->pinned_mib, (std::map<int, uint64_t>{{0, 2048}, {1, 4096}, {2, 1024}}));
-  EXPECT_TRUE(has(env_of(p.cdi_spec["containerEdits"]), "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M,1=4096M,2=1024M"));
+  EXPECT_TRUE(has(env_of(p.cdi_spec["devices"][0]["containerEdits"]),
+                  "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M,1=4096M,2=1024M"));
 }
 
 TEST(DraPrepareNvidiaSemantics, PerDeviceKeysNameDevicesOfTheirOwnConfigOnly) {
@@ -413,7 +477,7 @@ TEST(DraPrepareNvidiaSemantics, ZeroActiveThreadPercentageReachesTheDaemon) {
   auto back = parse_mps_claim_request(render_mps_claim_request(*p.claim.mps));
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, *p.claim.mps);
-  for (const auto& env : env_of(p.cdi_spec["containerEdits"]))
+  for (const auto& env : env_of(p.cdi_spec["devices"][0]["containerEdits"]))
     EXPECT_FALSE(env.starts_with("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")) << env;
 }
 
