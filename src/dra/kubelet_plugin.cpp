@@ -18,11 +18,6 @@ namespace kgpu::dra {
 namespace fs = std::filesystem;
 namespace wire = k8s::io::kubelet::pkg::apis::dra::v1;
 
-struct KubeletPlugin::Job {
-  std::function<void()> run;
-  std::function<void()> refuse;  // answers the call when it cannot run (stopping)
-};
-
 namespace {
 
 // Binds a socket under a dot-name (the kubelet's plugin watcher ignores those), makes it 0600 and
@@ -58,59 +53,97 @@ std::string missing_field(const wire::Claim& c) {
   return {};
 }
 
-// `share_ids`: v1 carries Device.share_id; v1beta1 has no such field.
-std::string prepare_all(const ClaimHandler& handler, const wire::NodePrepareResourcesRequest& req, bool share_ids) {
-  wire::NodePrepareResourcesResponse resp;
-  for (const auto& claim : req.claims()) {
-    auto& out = (*resp.mutable_claims())[claim.uid()];
-    if (auto problem = missing_field(claim); !problem.empty()) {
-      out.set_error(problem);
-      continue;
-    }
-    auto prepared = handler.prepare(claim_ref(claim));
-    if (!prepared) {
-      spdlog::warn("DRA: preparing claim {}/{} ({}) failed: {}", claim.namespace_(), claim.name(), claim.uid(),
-                   prepared.error().message);
-      out.set_error(prepared.error().message);
-      continue;
-    }
-    for (const auto& d : *prepared) {
-      auto* dev = out.add_devices();
-      for (const auto& r : d.requests) dev->add_request_names(r);
-      dev->set_pool_name(d.pool);
-      dev->set_device_name(d.device);
-      for (const auto& id : d.cdi_device_ids) dev->add_cdi_device_ids(id);
-      if (share_ids && d.share_id) dev->set_share_id(*d.share_id);
-    }
-    spdlog::info("DRA: prepared claim {}/{} ({}): {} device(s)", claim.namespace_(), claim.name(), claim.uid(),
-                 prepared->size());
+void fill(wire::NodePrepareResourceResponse& out, const std::vector<PreparedDevice>& prepared, bool share_ids) {
+  for (const auto& d : prepared) {
+    auto* dev = out.add_devices();
+    for (const auto& r : d.requests) dev->add_request_names(r);
+    dev->set_pool_name(d.pool);
+    dev->set_device_name(d.device);
+    for (const auto& id : d.cdi_device_ids) dev->add_cdi_device_ids(id);
+    if (share_ids && d.share_id) dev->set_share_id(*d.share_id);
   }
-  return resp.SerializeAsString();
 }
 
-std::string unprepare_all(const ClaimHandler& handler, const wire::NodeUnprepareResourcesRequest& req) {
-  wire::NodeUnprepareResourcesResponse resp;
+// One claim task per well-formed claim of the request, each writing its own entry of `resp` (made
+// here, before any task runs, so the map is never changed while they run; two entries of one UID
+// are one entry, written by tasks that never run at once). `done` answers the call.
+// `share_ids`: v1 carries Device.share_id; v1beta1 has no such field.
+ClaimCalls::Call prepare_call(const ClaimHandler& handler, const wire::NodePrepareResourcesRequest& req,
+                              std::shared_ptr<wire::NodePrepareResourcesResponse> resp, bool share_ids) {
+  ClaimCalls::Call call;
   for (const auto& claim : req.claims()) {
-    auto& out = (*resp.mutable_claims())[claim.uid()];  // every claim gets an entry, even empty
-    if (claim.uid().empty()) {
-      out.set_error("claim without a uid");
+    auto* out = &(*resp->mutable_claims())[claim.uid()];
+    if (auto problem = missing_field(claim); !problem.empty()) {
+      out->set_error(problem);
       continue;
     }
-    if (auto st = handler.unprepare(claim_ref(claim)); !st) {
-      spdlog::warn("DRA: unpreparing claim {} failed: {}", claim.uid(), st.error().message);
-      out.set_error(st.error().message);
-      continue;
-    }
-    spdlog::info("DRA: unprepared claim {}/{} ({})", claim.namespace_(), claim.name(), claim.uid());
+    ClaimRef ref = claim_ref(claim);
+    auto run = [&handler, out, ref, share_ids] {
+      out->Clear();
+      auto prepared = handler.prepare(ref);
+      if (!prepared) {
+        spdlog::warn("DRA: preparing claim {}/{} ({}) failed: {}", ref.ns, ref.name, ref.uid, prepared.error().message);
+        out->set_error(prepared.error().message);
+        return;
+      }
+      fill(*out, *prepared, share_ids);
+      spdlog::info("DRA: prepared claim {}/{} ({}): {} device(s)", ref.ns, ref.name, ref.uid, prepared->size());
+    };
+    auto skip = [out, ref](Skipped why) {
+      out->Clear();
+      out->set_error(describe(why));
+      spdlog::warn("DRA: claim {}/{} ({}) not prepared: {}", ref.ns, ref.name, ref.uid, describe(why));
+    };
+    call.tasks.push_back({ref.uid, std::move(run), std::move(skip)});
   }
-  return resp.SerializeAsString();
+  return call;
+}
+
+ClaimCalls::Call unprepare_call(const ClaimHandler& handler, const wire::NodeUnprepareResourcesRequest& req,
+                                std::shared_ptr<wire::NodeUnprepareResourcesResponse> resp) {
+  ClaimCalls::Call call;
+  for (const auto& claim : req.claims()) {
+    auto* out = &(*resp->mutable_claims())[claim.uid()];  // every claim gets an entry, even empty
+    if (claim.uid().empty()) {
+      out->set_error("claim without a uid");
+      continue;
+    }
+    ClaimRef ref = claim_ref(claim);
+    auto run = [&handler, out, ref] {
+      out->Clear();
+      if (auto st = handler.unprepare(ref); !st) {
+        spdlog::warn("DRA: unpreparing claim {} failed: {}", ref.uid, st.error().message);
+        out->set_error(st.error().message);
+        return;
+      }
+      spdlog::info("DRA: unprepared claim {}/{} ({})", ref.ns, ref.name, ref.uid);
+    };
+    auto skip = [out, ref](Skipped why) {
+      out->Clear();
+      out->set_error(describe(why));
+      spdlog::warn("DRA: claim {} not unprepared: {}", ref.uid, describe(why));
+    };
+    call.tasks.push_back({ref.uid, std::move(run), std::move(skip)});
+  }
+  return call;
+}
+
+// Runs the call's claims on `calls`; the responder gets the whole answer once every claim is done.
+void answer_with(ClaimCalls& calls, ClaimCalls::Call call, std::shared_ptr<google::protobuf::Message> resp,
+                 const rpc::Responder& r) {
+  call.done = [resp, r] { r.reply(resp->SerializeAsString()); };
+  call.cancelled = [r] { return r.cancelled(); };
+  if (!calls.submit(std::move(call))) r.fail({rpc::Code::Unavailable, "the DRA driver is stopping"});
 }
 
 }  // namespace
 
 KubeletPlugin::KubeletPlugin(KubeletPluginOptions options, ClaimHandler handler,
                              std::shared_ptr<rpc::Server> transport)
-    : options_(std::move(options)), handler_(std::move(handler)), transport_(std::move(transport)) {}
+    : options_(std::move(options)),
+      handler_(std::move(handler)),
+      transport_(std::move(transport)),
+      calls_(ClaimCallsOptions{options_.claim_threads, options_.call_budget, "kgpu-dra"}) {}
 
 KubeletPlugin::~KubeletPlugin() { stop(); }
 
@@ -122,63 +155,9 @@ std::string KubeletPlugin::dra_socket() const {
   return options_.kubelet_root + "/plugins/" + options_.driver + "/dra.sock";
 }
 
-void KubeletPlugin::post(Job job) {
-  bool refused = false;
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_) {
-      refused = true;
-    } else {
-      jobs_.push_back(std::move(job.run));
-      if (!worker_running_) {
-        // The previous worker cleared worker_running_ under mu_ as it left run_jobs(): joining it
-        // takes no longer than a thread's exit.
-        if (worker_.joinable()) worker_.join();
-        // On the transport's thread: nothing may escape.
-        try {
-          worker_ = std::thread([this] { run_jobs(); });
-          worker_running_ = true;
-        } catch (const std::exception& e) {
-          spdlog::error("DRA: cannot start a thread for the kubelet's call: {}", e.what());
-          jobs_.pop_back();
-          refused = true;
-        }
-      }
-    }
-  }
-  if (refused && job.refuse) job.refuse();
-}
-
-void KubeletPlugin::run_jobs() {
-  name_this_thread("kgpu-dra");  // prepares and unprepares claims (may wait on the API server)
-  for (;;) {
-    std::function<void()> job;
-    {
-      std::lock_guard lock(mu_);
-      // Queued calls still run while stopping (stop() ended what they wait on): each gets its answer.
-      if (jobs_.empty()) {
-        worker_running_ = false;  // the next post() starts a worker again
-        return;
-      }
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    try {
-      job();
-    } catch (const std::exception& e) {
-      spdlog::error("DRA: a claim job failed: {}", e.what());
-    } catch (...) {
-      spdlog::error("DRA: a claim job failed");
-    }
-  }
-}
-
 Status KubeletPlugin::start() {
   if (!transport_) return Error::unavailable("DRA: no gRPC transport");
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = false;
-  }
+  calls_.restart();
 
   auto node = std::make_shared<rpc::Service>();
   for (const std::string version : {"v1", "v1beta1"}) {
@@ -186,16 +165,16 @@ Status KubeletPlugin::start() {
     const std::string base = "/k8s.io.kubelet.pkg.apis.dra." + version + ".DRAPlugin/";
     const bool share_ids = version == "v1";
     node->unary(base + "NodePrepareResources", [this, share_ids](std::string_view bytes, rpc::Responder r) {
-      auto req = std::make_shared<wire::NodePrepareResourcesRequest>();
-      if (!parse(bytes, *req)) return r.fail({rpc::Code::InvalidArgument, "not a NodePrepareResourcesRequest"});
-      post({[this, req, r, share_ids] { r.reply(prepare_all(handler_, *req, share_ids)); },
-            [r] { r.fail({rpc::Code::Unavailable, "the DRA driver is stopping"}); }});
+      wire::NodePrepareResourcesRequest req;
+      if (!parse(bytes, req)) return r.fail({rpc::Code::InvalidArgument, "not a NodePrepareResourcesRequest"});
+      auto resp = std::make_shared<wire::NodePrepareResourcesResponse>();
+      answer_with(calls_, prepare_call(handler_, req, resp, share_ids), resp, r);
     });
     node->unary(base + "NodeUnprepareResources", [this](std::string_view bytes, rpc::Responder r) {
-      auto req = std::make_shared<wire::NodeUnprepareResourcesRequest>();
-      if (!parse(bytes, *req)) return r.fail({rpc::Code::InvalidArgument, "not a NodeUnprepareResourcesRequest"});
-      post({[this, req, r] { r.reply(unprepare_all(handler_, *req)); },
-            [r] { r.fail({rpc::Code::Unavailable, "the DRA driver is stopping"}); }});
+      wire::NodeUnprepareResourcesRequest req;
+      if (!parse(bytes, req)) return r.fail({rpc::Code::InvalidArgument, "not a NodeUnprepareResourcesRequest"});
+      auto resp = std::make_shared<wire::NodeUnprepareResourcesResponse>();
+      answer_with(calls_, unprepare_call(handler_, req, resp), resp, r);
     });
   }
   auto dra_fd = listen_in_place(dra_socket());
@@ -248,13 +227,9 @@ void KubeletPlugin::stop() {
     transport_->close(std::exchange(dra_listener_, 0));
     ::unlink(dra_socket().c_str());
   }
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;  // from here on no worker starts, so worker_ stays as it is
-  }
-  // A worker still running finishes the queued calls (their waits on the API server and on
-  // nvidia-smi are ended by the caller's cancellation) and ends.
-  if (worker_.joinable()) worker_.join();
+  // Queued claims are answered "stopping"; running ones finish (the daemon has ended what they
+  // wait on: API reads, nvidia-smi runs, MPS waits) and every thread of the pool is joined.
+  calls_.stop();
 }
 
 bool KubeletPlugin::registered() const {

@@ -5,12 +5,17 @@
 // in both versions kubelets speak today (v1 from 1.34, v1beta1 for 1.32 and 1.33).
 //
 // The kubelet finds the registration socket by watching its folder, at its own start too, so a
-// kubelet restart needs nothing from us. Prepare and unprepare may wait on the API server, so they
-// run on a worker thread of their own, one at a time in arrival order (the kubelet serializes them
-// per driver anyway), never on the transport's thread. The worker exists only while calls are
-// queued or running: the first call starts it and it ends when the queue is empty, so an idle
-// daemon has no thread for it.
-#include <deque>
+// kubelet restart needs nothing from us. Prepare and unprepare may wait on the API server,
+// nvidia-smi or an MPS daemon, so they never run on the transport's thread: each call is split
+// into one task per claim on a ClaimCalls pool (dra/claim_calls.h). Tasks of one claim UID run one
+// at a time in arrival order; different claims run in parallel (at most `claim_threads` at once),
+// so a claim that hangs delays only later calls for that claim, never another claim's prepare or
+// unprepare. A call is answered once each of its claims is done; a claim that could not start
+// within the call's budget (below the kubelet's 45 s deadline), or whose caller has gone (the
+// kubelet cancelled or timed out), is answered with an error without running (the kubelet calls
+// again). The pool's threads exist only while claims are queued or running: the first call starts
+// one and each ends when no claim is ready, so an idle daemon has no thread for them.
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,6 +25,7 @@
 
 #include "core/result.h"
 #include "dra/claim.h"    // ClaimRef
+#include "dra/claim_calls.h"
 #include "dra/prepare.h"  // PreparedDevice
 
 namespace kgpu::rpc {
@@ -40,6 +46,10 @@ struct KubeletPluginOptions {
   // Called (on the transport's thread; must not block) each time the kubelet confirms the
   // registration: after a kubelet restart it may have dropped the node's ResourceSlices.
   std::function<void()> on_registered;
+  // Claims handled at once (threads of the pool, each started on demand, ending when idle).
+  size_t claim_threads = 8;
+  // From a call's arrival until its last claim may start; below the kubelet's 45 s deadline.
+  std::chrono::milliseconds call_budget{40'000};
 };
 
 // The service names GetInfo announces, in the order of preference (kubelet 1.34+ takes the first
@@ -56,7 +66,9 @@ class KubeletPlugin {
   // Serves the DRA socket first, then the registration socket (the kubelet may call as soon as
   // the latter appears). Error naming the path that could not be served.
   Status start();
-  // Removes the registration socket first (the kubelet deregisters), then the DRA socket.
+  // Removes the registration socket first (the kubelet deregisters), then the DRA socket; claims
+  // still queued are answered "stopping" without running, and the running ones are awaited (the
+  // daemon has already ended what they wait on).
   void stop();
 
   std::string registration_socket() const;
@@ -67,21 +79,13 @@ class KubeletPlugin {
   std::string registration_error() const;
 
  private:
-  struct Job;
-  void run_jobs();
-  // Queues the job and starts the worker when none runs; while stopping, the job is refused.
-  void post(Job job);
-
   KubeletPluginOptions options_;
   ClaimHandler handler_;
   std::shared_ptr<rpc::Server> transport_;
   uint64_t dra_listener_ = 0, registration_listener_ = 0;
+  ClaimCalls calls_;
 
   mutable std::mutex mu_;
-  std::deque<std::function<void()>> jobs_;
-  bool stopping_ = false;
-  bool worker_running_ = false;  // worker_ is in run_jobs(); false once it has left (joinable, ending)
-  std::thread worker_;
   bool registered_ = false;
   std::string registration_error_;
 };

@@ -102,6 +102,7 @@ struct Responder::Shared {
   uint64_t connection = 0;
   int32_t stream = 0;
   std::atomic<bool> done{false};
+  std::shared_ptr<const std::atomic<bool>> ended;  // the connection's flag for this call
 
   void complete(RpcStatus status, std::string message) {
     if (done.exchange(true)) return;
@@ -115,11 +116,17 @@ struct Responder::Shared {
   }
 };
 
-Responder::Responder(std::shared_ptr<Mailbox> mailbox, uint64_t connection, int32_t stream)
+Responder::Responder(std::shared_ptr<Mailbox> mailbox, uint64_t connection, int32_t stream,
+                     std::shared_ptr<const std::atomic<bool>> ended)
     : shared_(std::make_shared<Shared>()) {
   shared_->mailbox = std::move(mailbox);
   shared_->connection = connection;
   shared_->stream = stream;
+  shared_->ended = std::move(ended);
+}
+
+bool Responder::cancelled() const {
+  return shared_->ended && shared_->ended->load(std::memory_order_acquire) && !shared_->done.load();
 }
 
 void Responder::reply(std::string message) const { shared_->complete({}, std::move(message)); }

@@ -4,6 +4,7 @@
 // an eventfd for work posted from other threads. It never wakes up on its own (no timers), so an
 // idle daemon costs nothing; handlers run on that thread, so they must be quick, or keep their
 // Responder and answer later from any thread.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -26,9 +27,16 @@ class Mailbox;
 // whose server stopped, is completed into the void.
 class Responder {
  public:
-  Responder(std::shared_ptr<Mailbox> mailbox, uint64_t connection, int32_t stream);
+  // `ended`: set by the server's thread once the call is over (see cancelled()); none: never.
+  Responder(std::shared_ptr<Mailbox> mailbox, uint64_t connection, int32_t stream,
+            std::shared_ptr<const std::atomic<bool>> ended = {});
   void reply(std::string message) const;  // OK with this (serialized) message
   void fail(RpcStatus status) const;      // a non-OK status
+  // True once nobody waits for this answer any more: the call ended before it was given (the peer
+  // reset the stream or closed its connection, the call's grpc-timeout passed and the server
+  // answered DEADLINE_EXCEEDED, or the server stopped). Any thread; one atomic load, so a handler
+  // may ask it before each piece of work it could skip.
+  bool cancelled() const;
 
  private:
   struct Shared;

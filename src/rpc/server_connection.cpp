@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -39,6 +40,12 @@ struct ServerConnection::Call {
   std::shared_ptr<const std::string> body;
   size_t body_off = 0;
   std::shared_ptr<ServerStream> stream;  // server-streaming calls only
+  // Unary calls only: set once the call is over (answered, reset, its connection gone), so that a
+  // handler still working on it can tell nobody waits any more (Responder::cancelled()).
+  std::shared_ptr<std::atomic<bool>> ended;
+  void end() {
+    if (ended) ended->store(true, std::memory_order_release);
+  }
 
   bool has_output() const { return prefix_off < kPrefixBytes || (body && body_off < body->size()); }
   void load(std::shared_ptr<const std::string> message) {
@@ -113,6 +120,7 @@ ServerConnection::~ServerConnection() {
   for (auto& [id, call] : calls) {
     release_input(*call);
     set_pinned(*call, false);
+    call->end();
     if (call->stream) call->stream->mark_ended();
   }
   if (session_) nghttp2_session_del(session_);
@@ -179,6 +187,7 @@ bool ServerConnection::expire(Clock::time_point now) {
       refuse(*call, late);
     } else {
       respond_trailers_only(*call, late);
+      call->end();  // the handler's answer would be dropped: it may stop working on it
     }
   }
   return true;
@@ -319,6 +328,7 @@ void ServerConnection::stream_closed(int32_t stream) {
   calls_.erase(it);
   release_input(*call);
   set_pinned(*call, false);
+  call->end();
   if (call->stream) call->stream->mark_ended();
 }
 
@@ -405,7 +415,8 @@ void ServerConnection::dispatch(Call& call) {
   if (!one_message) return respond_trailers_only(call, {Code::Unimplemented, path + " takes exactly one request message"});
   try {
     if (method->unary) {
-      method->unary(*request, Responder(mailbox_, id_, call.id));
+      call.ended = std::make_shared<std::atomic<bool>>(false);
+      method->unary(*request, Responder(mailbox_, id_, call.id, call.ended));
     } else {
       call.stream = std::make_shared<ServerStream>(mailbox_, id_, call.id);
       method->streaming(*request, call.stream);

@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "dra/v1/dra.grpc.pb.h"
@@ -43,21 +45,48 @@ class KubeletPluginTest : public ::testing::Test {
       prepared_.push_back(c);
       ++in_prepare_;
       gate_.notify_all();
-      gate_.wait_for(lock, std::chrono::seconds(10), [&] { return !hold_; });  // while a test holds calls
+      // while a test holds calls, or claims of this name
+      gate_.wait_for(lock, std::chrono::seconds(10), [&] { return !hold_ && !held_names_.count(c.name); });
       if (c.name == "broken") return Error::not_found("ResourceClaim default/broken has no allocation");
       PreparedDevice first{{"gpu"}, "node-1", "gpu-0", {"k8s.gpu.nvidia.com/claim=" + c.uid + "-gpu-0"}, {}, false, "GPU-0", true};
       PreparedDevice second{{}, "node-1", "gpu-1", {}, std::string("share-1"), false, "GPU-1", true};
       return std::vector<PreparedDevice>{first, second};
     };
     handler.unprepare = [this](const ClaimRef& c) -> Status {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       unprepared_.push_back(c);
+      gate_.notify_all();
+      gate_.wait_for(lock, std::chrono::seconds(10), [&] { return !held_names_.count(c.name); });
       return ok_status();
     };
+    handler_ = handler;
     KubeletPluginOptions options{"gpu.nvidia.com", root_, [this] { registrations_++; }};
-    plugin_ = std::make_unique<KubeletPlugin>(options, handler, transport_);
+    restart_plugin(options);
+  }
+  void restart_plugin(const KubeletPluginOptions& options) {
+    plugin_.reset();
+    plugin_ = std::make_unique<KubeletPlugin>(options, handler_, transport_);
     auto st = plugin_->start();
     ASSERT_TRUE(st) << st.error().message;
+  }
+  void release(const std::string& name) {
+    std::lock_guard lock(mu_);
+    held_names_.erase(name);
+    gate_.notify_all();
+  }
+  // Waits (at most 10 s) until the handler has seen this many prepares / unprepares of `uid`.
+  bool wait_handled(const std::string& uid, size_t prepares, size_t unprepares = 0) {
+    auto count = [&](const std::vector<ClaimRef>& v) {
+      return static_cast<size_t>(std::count_if(v.begin(), v.end(), [&](const ClaimRef& c) { return c.uid == uid; }));
+    };
+    std::unique_lock lock(mu_);
+    return gate_.wait_for(lock, std::chrono::seconds(10),
+                          [&] { return count(prepared_) >= prepares && count(unprepared_) >= unprepares; });
+  }
+  size_t prepares_of(const std::string& uid) {
+    std::lock_guard lock(mu_);
+    return static_cast<size_t>(
+        std::count_if(prepared_.begin(), prepared_.end(), [&](const ClaimRef& c) { return c.uid == uid; }));
   }
   void TearDown() override {
     plugin_.reset();
@@ -75,6 +104,8 @@ class KubeletPluginTest : public ::testing::Test {
   }
 
   std::string root_;
+  ClaimHandler handler_;
+  std::set<std::string> held_names_;  // claims of these names wait in the handler until released
   std::shared_ptr<rpc::Server> transport_;
   std::unique_ptr<KubeletPlugin> plugin_;
   std::mutex mu_;
@@ -207,7 +238,8 @@ TEST_F(KubeletPluginTest, PrepareAnswersEveryClaimInV1) {
   EXPECT_NE(resp.claims().at("uid-3").error().find("namespace"), std::string::npos);
   std::lock_guard lock(mu_);
   ASSERT_EQ(prepared_.size(), 2u);  // the malformed claim never reached the handler
-  EXPECT_EQ(prepared_[0], (ClaimRef{"uid-1", "default", "train"}));
+  // Claims of one call run in parallel: in no particular order.
+  EXPECT_NE(std::find(prepared_.begin(), prepared_.end(), ClaimRef{"uid-1", "default", "train"}), prepared_.end());
   EXPECT_EQ(ok.devices(1).share_id(), "share-1");  // v1 carries share IDs
 }
 
@@ -251,6 +283,125 @@ TEST_F(KubeletPluginTest, KubeletsOfEachReleasePickTheirVersionAndPrepare) {
     ASSERT_TRUE(unprepared);
     EXPECT_EQ(unprepared->at("uid-" + std::to_string(minor)), "");
   }
+}
+
+// Issue 28, item 6: a claim whose prepare hangs (an API read, an MPS wait, nvidia-smi) delays no
+// other claim's prepare or unprepare.
+TEST_F(KubeletPluginTest, AHangingClaimDelaysNoOtherClaim) {
+  held_names_ = {"hang"};
+  auto stub = v1::DRAPlugin::NewStub(channel(plugin_->dra_socket()));
+  grpc::Status hung_status;
+  v1::NodePrepareResourcesResponse hung;
+  std::thread call([&] {
+    v1::NodePrepareResourcesRequest req;
+    add_claim(req, "uid-h", "hang");
+    grpc::ClientContext ctx;
+    hung_status = stub->NodePrepareResources(&ctx, req, &hung);
+  });
+  ASSERT_TRUE(wait_handled("uid-h", 1));
+
+  v1::NodeUnprepareResourcesRequest ureq;
+  add_claim(ureq, "uid-2", "train");
+  grpc::ClientContext uctx;
+  uctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::NodeUnprepareResourcesResponse uresp;
+  auto st = stub->NodeUnprepareResources(&uctx, ureq, &uresp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_TRUE(uresp.claims().at("uid-2").error().empty());
+
+  v1::NodePrepareResourcesRequest preq;
+  add_claim(preq, "uid-3", "train");
+  add_claim(preq, "uid-4", "train");
+  grpc::ClientContext pctx;
+  pctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::NodePrepareResourcesResponse presp;
+  st = stub->NodePrepareResources(&pctx, preq, &presp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(presp.claims().at("uid-3").devices_size(), 2);
+  EXPECT_EQ(presp.claims().at("uid-4").devices_size(), 2);
+
+  release("hang");
+  call.join();
+  ASSERT_TRUE(hung_status.ok()) << hung_status.error_message();
+  EXPECT_EQ(hung.claims().at("uid-h").devices_size(), 2);
+}
+
+// A call that the kubelet gave up on (its deadline passed) while its claim waited behind another
+// call for the same claim is dropped: the handler never sees it.
+TEST_F(KubeletPluginTest, AClaimWhoseCallerHasGoneIsNotHandled) {
+  held_names_ = {"hang"};
+  auto stub = v1::DRAPlugin::NewStub(channel(plugin_->dra_socket()));
+  grpc::Status first_status;
+  std::thread call([&] {
+    v1::NodePrepareResourcesRequest req;
+    add_claim(req, "uid-h", "hang");
+    grpc::ClientContext ctx;
+    v1::NodePrepareResourcesResponse resp;
+    first_status = stub->NodePrepareResources(&ctx, req, &resp);
+  });
+  ASSERT_TRUE(wait_handled("uid-h", 1));
+
+  v1::NodePrepareResourcesRequest again;
+  add_claim(again, "uid-h", "hang");
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  v1::NodePrepareResourcesResponse resp;
+  EXPECT_EQ(stub->NodePrepareResources(&ctx, again, &resp).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // A later call on the same connection: by its answer the server has read the first one's reset
+  // (or answered its grpc-timeout itself).
+  v1::NodePrepareResourcesRequest other;
+  add_claim(other, "uid-o", "train");
+  grpc::ClientContext octx;
+  v1::NodePrepareResourcesResponse oresp;
+  ASSERT_TRUE(stub->NodePrepareResources(&octx, other, &oresp).ok());
+
+  release("hang");
+  call.join();
+  ASSERT_TRUE(first_status.ok()) << first_status.error_message();
+  EXPECT_TRUE(test::eventually([] { return threads_named("kgpu-dra") == 0; }, std::chrono::seconds(10)));
+  EXPECT_EQ(prepares_of("uid-h"), 1u);  // the abandoned call never reached the handler
+}
+
+// A claim that cannot start within its call's budget is answered with its own error (the kubelet
+// calls again); the call's other claims are answered as usual.
+TEST_F(KubeletPluginTest, AClaimThatCannotStartWithinTheBudgetGetsAnError) {
+  KubeletPluginOptions options{"gpu.nvidia.com", root_, {}};
+  options.call_budget = std::chrono::milliseconds(100);
+  restart_plugin(options);
+  held_names_ = {"hang"};
+  auto stub = v1::DRAPlugin::NewStub(channel(plugin_->dra_socket()));
+  std::thread call([&] {
+    v1::NodeUnprepareResourcesRequest req;
+    add_claim(req, "uid-h", "hang");
+    grpc::ClientContext ctx;
+    v1::NodeUnprepareResourcesResponse resp;
+    ASSERT_TRUE(stub->NodeUnprepareResources(&ctx, req, &resp).ok());
+  });
+  ASSERT_TRUE(wait_handled("uid-h", 0, 1));
+
+  v1::NodePrepareResourcesResponse resp;
+  grpc::Status status;
+  std::thread second([&] {
+    v1::NodePrepareResourcesRequest req;
+    add_claim(req, "uid-h", "train");  // waits behind the hanging unprepare of the same claim
+    add_claim(req, "uid-2", "train");
+    grpc::ClientContext ctx;
+    status = stub->NodePrepareResources(&ctx, req, &resp);
+  });
+  ASSERT_TRUE(wait_handled("uid-2", 1));  // the second call has arrived; its budget runs out 100 ms later
+  {
+    std::unique_lock lock(mu_);  // what is tested is a budget running out: wait for the clock
+    gate_.wait_for(lock, std::chrono::milliseconds(150), [] { return false; });
+  }
+  release("hang");
+  call.join();
+  second.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_NE(resp.claims().at("uid-h").error().find("budget"), std::string::npos) << resp.claims().at("uid-h").error();
+  EXPECT_EQ(resp.claims().at("uid-h").devices_size(), 0);
+  EXPECT_TRUE(resp.claims().at("uid-2").error().empty());
+  EXPECT_EQ(resp.claims().at("uid-2").devices_size(), 2);
+  EXPECT_EQ(prepares_of("uid-h"), 0u);
 }
 
 TEST_F(KubeletPluginTest, StopRemovesBothSockets) {
