@@ -5,12 +5,17 @@
 #include <filesystem>
 #include <system_error>
 
+#include <sys/stat.h>
+#include <time.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cdi/spec_writer.h"
 #include "core/json_depth.h"
 #include "core/safe_file.h"
 #include "dra/claim_checkpoint.h"
+#include "dra/device_names.h"
+#include "dra/nvidia_checkpoint.h"
 #include "dra/time_slicing.h"
 
 namespace kgpu::dra {
@@ -65,6 +70,26 @@ std::optional<std::vector<std::string>> spec_devices(const std::string& text, co
   return out;
 }
 
+// Whether the file at `path` was last written since the node booted (now minus CLOCK_BOOTTIME),
+// with ten minutes' slack toward yes: a clock stepped forward after boot must not make a file of
+// this boot look older, and a file written in the minutes before a reboot passing as this boot's
+// only holds GPUs longer. Unknown: yes.
+bool written_since_boot(const std::string& path) {
+  struct stat st{};
+  timespec real{}, since_boot{};
+  if (::lstat(path.c_str(), &st) != 0 || ::clock_gettime(CLOCK_REALTIME, &real) != 0 ||
+      ::clock_gettime(CLOCK_BOOTTIME, &since_boot) != 0)
+    return true;
+  const time_t booted = real.tv_sec - since_boot.tv_sec;
+  return st.st_mtim.tv_sec >= booted - 600;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
 }  // namespace
 
 std::string read_boot_id(const std::string& proc_root) {
@@ -82,24 +107,28 @@ ClaimStore::ClaimStore(ClaimStoreOptions options, ClaimFetch fetch)
 
 void ClaimStore::load() {
   remove_stale_temporaries();
+  const bool same_boot = load_own();
+  adopt_nvidia_claims();
+  if (same_boot) recover_from_cdi_specs();
+}
+
+bool ClaimStore::load_own() {
   auto text = read_regular_file(options_.checkpoint_path, kMaxCheckpointBytes, FollowLinks::No);
   if (!text) {
     if (text.error().code != Error::Code::NotFound) set_aside("cannot be read (" + text.error().message + ")", false);
-    recover_from_cdi_specs();
-    return;
+    return true;
   }
   auto checkpoint = parse_checkpoint(*text);
   if (!checkpoint) {
     const bool newer = checkpoint.error().code == Error::Code::FailedPrecondition;
     set_aside((newer ? "is refused: " : "is corrupt (") + checkpoint.error().message + (newer ? "" : ")"), newer);
-    recover_from_cdi_specs();
-    return;
+    return true;
   }
   if (!options_.boot_id.empty() && !checkpoint->boot_id.empty() && checkpoint->boot_id != options_.boot_id) {
     warnings_.push_back("DRA checkpoint " + options_.checkpoint_path + " was written before the node rebooted (boot " +
                         checkpoint->boot_id + ", now " + options_.boot_id + "); its " +
                         std::to_string(checkpoint->claims.size()) + " prepared claims are dropped");
-    return;
+    return false;
   }
   for (auto& c : checkpoint->claims) {
     if (!is_safe_claim_uid(c.ref.uid) || c.driver != options_.driver) {
@@ -116,7 +145,105 @@ void ClaimStore::load() {
     std::string uuid = reset.gpu_uuid;
     pending_resets_.emplace(std::move(uuid), std::move(reset));
   }
-  recover_from_cdi_specs();
+  return true;
+}
+
+void ClaimStore::adopt_nvidia_claims() {
+  if (options_.driver != kNvidiaDriverName) return;
+  const fs::path own(options_.checkpoint_path);
+  if (own.filename() == kNvidiaCheckpointFile) return;  // never read kgpu's own file as NVIDIA's
+  const std::string path = (own.parent_path() / kNvidiaCheckpointFile).string();
+  const std::string what = "NVIDIA's DRA driver's checkpoint " + path;
+  auto unreadable = [&](const std::string& why) {
+    warnings_.push_back(
+        "DRA: " + what + " " + why +
+        "; it is left as it is, and the GPUs of the claims NVIDIA's driver prepared are NOT known: a GPU a running "
+        "pod got from NVIDIA's driver may be prepared for another claim. Check the file, and move it away once "
+        "those pods are gone");
+  };
+  auto text = read_regular_file(path, kMaxNvidiaCheckpointBytes, FollowLinks::No);
+  if (!text) {
+    if (text.error().code != Error::Code::NotFound) unreadable("cannot be read (" + text.error().message + ")");
+    return;
+  }
+  auto checkpoint = parse_nvidia_checkpoint(*text, options_.driver);
+  if (!checkpoint) return unreadable("is not understood (" + checkpoint.error().message + ")");
+  for (const auto& s : checkpoint->skipped) warnings_.push_back("DRA: " + what + ": " + s + "; passed over");
+
+  const bool this_boot = written_since_boot(path);
+  size_t adopted = 0, known = 0, stale = 0, half = 0;
+  for (const auto& c : checkpoint->claims) {
+    if (claims_.contains(c.uid)) {
+      ++known;
+      continue;
+    }
+    const std::string spec_file = nvidia_claim_spec_file(options_.driver, c.uid);
+    const bool spec = regular_file_exists(spec_path(spec_file));
+    if (!c.completed) {
+      // No container got anything from a prepare that never answered. Its spec (NVIDIA's driver
+      // writes it before recording completion) would clash with the one kgpu writes when the
+      // kubelet retries: the same CDI device names.
+      if (spec) (void)remove_file(spec_path(spec_file));
+      if (c.allocated.empty() || (!spec && !this_boot)) continue;
+      ++half;
+      warnings_.push_back("DRA: claim " + c.uid +
+                          ", which NVIDIA's DRA driver began to prepare but never finished, is allocated " +
+                          join(c.allocated) +
+                          "; those devices stay held until the kubelet prepares or unprepares it");
+      recovered_[c.uid] = c.allocated;
+      half_prepared_.insert(c.uid);
+      continue;
+    }
+    if (!spec && !this_boot) {
+      ++stale;
+      continue;
+    }
+    PreparedClaim p;
+    p.ref = {c.uid, c.ns, c.name};
+    p.driver = options_.driver;
+    p.devices = c.devices;
+    p.cdi_spec_file = spec_file;
+    std::vector<std::string> held;
+    for (const auto& d : p.devices) held.push_back(d.device + (d.gpu_uuid.empty() ? "" : " (" + d.gpu_uuid + ")"));
+    std::string line = "DRA: took over claim " + c.uid +
+                       (c.name.empty() ? "" : " (" + c.ns + "/" + c.name + ")") +
+                       ", which NVIDIA's DRA driver prepared" +
+                       (c.pods.empty() ? "" : " for pod " + join(c.pods)) + ": " +
+                       (held.empty() ? "no devices" : join(held)) +
+                       " stay held until the kubelet unprepares it, which removes NVIDIA's CDI spec " + spec_file +
+                       (spec ? "" : " (already missing: a repeated prepare writes kgpu's own)");
+    if (!c.mps_control_daemon.empty() || c.has_config)
+      line += "; its sharing (" +
+              (c.mps_control_daemon.empty() ? std::string("the claim's opaque device configs")
+                                            : "MPS control daemon " + c.mps_control_daemon) +
+              ") is NOT taken over: kgpu neither applies nor undoes what NVIDIA's driver set up for it";
+    warnings_.push_back(std::move(line));
+    claims_.emplace(c.uid, std::move(p));
+    ++adopted;
+  }
+
+  std::string summary = "DRA: " + what + ": " + std::to_string(adopted) + " prepared claims taken over";
+  if (known) summary += ", " + std::to_string(known) + " already in kgpu's checkpoint";
+  if (half) summary += ", " + std::to_string(half) + " half-prepared ones' devices held";
+  if (stale)
+    summary += ", " + std::to_string(stale) +
+               " dropped (prepared before the node rebooted: no CDI spec, and the file is older than this boot)";
+  if (adopted)
+    if (auto st = save_locked(); !st) {
+      warnings_.push_back(summary + "; they could not be recorded in kgpu's checkpoint (" + st.error().message +
+                          "), so the file is left in place and read again at the next start");
+      return;
+    }
+  std::string aside = path + ".adopted-by-kgpu-" + utc_stamp();
+  std::error_code ec;
+  for (int n = 1; fs::exists(fs::symlink_status(aside, ec)) && n < 100; ++n)
+    aside = path + ".adopted-by-kgpu-" + utc_stamp() + "-" + std::to_string(n);
+  fs::rename(path, aside, ec);
+  if (ec)
+    warnings_.push_back(summary + "; the file could not be renamed (" + ec.message() +
+                        ") and is read again at the next start: remove it by hand");
+  else
+    warnings_.push_back(summary + "; the file is now " + aside + ", never read again");
 }
 
 void ClaimStore::set_aside(const std::string& why, bool newer) {
@@ -191,8 +318,13 @@ void ClaimStore::remove_stale_temporaries() {
 }
 
 void ClaimStore::set_devices(std::shared_ptr<const NodeDevices> devices) {
+  std::map<std::string, MigPlace> places;
+  if (devices)
+    for (const auto& gpu : devices->inventory.gpus)
+      for (const auto& mig : gpu.mig_devices) places[mig.uuid] = {gpu.uuid, mig_device_name(gpu, mig)};
   std::lock_guard lock(mu_);
   devices_ = std::move(devices);
+  mig_places_ = std::move(places);
 }
 
 std::string ClaimStore::spec_path(const std::string& file) const { return (fs::path(options_.cdi_dir) / file).string(); }
@@ -227,10 +359,27 @@ std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& clai
   for (const auto& mine : claim.devices)
     for (const auto& [uid, other] : claims_) {
       if (uid == claim.ref.uid) continue;
-      for (const auto& theirs : other.devices) {
-        if (!same_hardware(mine, theirs)) continue;
+      for (const auto& recorded : other.devices) {
+        // An adopted MIG device that names only itself: its parent and kgpu's name for it, from
+        // the inventory (one no longer there is held by its recorded name only).
+        const PreparedDevice* t = &recorded;
+        PreparedDevice resolved;
+        std::string alias;
+        if (recorded.gpu_uuid.starts_with("MIG-"))
+          if (auto place = mig_places_.find(recorded.gpu_uuid); place != mig_places_.end()) {
+            resolved = recorded;
+            resolved.gpu_uuid = place->second.parent_uuid;
+            alias = place->second.device;
+            t = &resolved;
+          }
+        const PreparedDevice& theirs = *t;
+        const bool aliased = !alias.empty() && mine.pool == theirs.pool && mine.device == alias;
+        if (!aliased && !same_hardware(mine, theirs)) continue;
         if (mine.admin_access || theirs.admin_access) continue;  // admins may look at devices in use
         if (mine.share_id && theirs.share_id && *mine.share_id != *theirs.share_id) continue;
+        if (aliased && mine.device != theirs.device)
+          return "device " + mine.device + " is the MIG device already prepared as " + theirs.device + " for " +
+                 describe(other.ref);
         if (mine.device != theirs.device)
           return "device " + mine.device + " is on GPU " + mine.gpu_uuid + ", which is already prepared as " +
                  theirs.device + " for " + describe(other.ref) + " (the MIG layout changed under it)";
@@ -242,8 +391,11 @@ std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& clai
     for (const auto& [uid, held] : recovered_)
       if (uid != claim.ref.uid && std::find(held.begin(), held.end(), mine.device) != held.end())
         return "device " + mine.device + " is held by claim " + uid +
-               ", which the checkpoint does not record (it was unreadable) but whose CDI spec in " + options_.cdi_dir +
-               " names it; it stays held until the kubelet unprepares that claim";
+               (half_prepared_.contains(uid)
+                    ? ", which NVIDIA's DRA driver began to prepare (its checkpoint); it stays held until the kubelet "
+                      "prepares or unprepares that claim"
+                    : ", which the checkpoint does not record (it was unreadable) but whose CDI spec in " +
+                          options_.cdi_dir + " names it; it stays held until the kubelet unprepares that claim");
   }
   return std::nullopt;
 }
@@ -251,12 +403,10 @@ std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& clai
 std::optional<std::string> ClaimStore::pending_reset_conflict_locked(const PreparedClaim& claim) const {
   for (const auto& d : claim.devices) {
     if (d.admin_access || !pending_resets_.contains(d.gpu_uuid)) continue;
-    const bool sets_its_own = std::any_of(claim.time_slicing.begin(), claim.time_slicing.end(),
-                                          [&](const TimeSliceSetting& s) { return s.gpu_uuid == d.gpu_uuid; });
-    if (!sets_its_own)
+    if (!sets_gpu(claim, d.gpu_uuid))
       return "device " + d.device + " is on GPU " + d.gpu_uuid +
-             ", whose time-slice interval an earlier claim left set and kgpu could not reset yet (nvidia-smi "
-             "failed; see kgpu's log); it is retried at every prepare and unprepare";
+             ", whose time-slice interval or compute mode an earlier claim left set and kgpu could not reset yet "
+             "(nvidia-smi failed; see kgpu's log); it is retried at every prepare and unprepare";
   }
   return std::nullopt;
 }
@@ -267,7 +417,13 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   {
     std::lock_guard lock(mu_);
     if (auto it = claims_.find(ref.uid); it != claims_.end()) {
-      const PreparedClaim& known = it->second;
+      PreparedClaim& known = it->second;
+      // Adopted from NVIDIA's driver without its namespace and name: the kubelet's are taken (best
+      // effort to record: the answer does not depend on them).
+      if (known.ref.ns.empty() && known.ref.name.empty() && known.ref.uid == ref.uid) {
+        known.ref = ref;
+        (void)save_locked();
+      }
       if (known.ref != ref)
         return Error::precondition("claim UID " + ref.uid + " was prepared as " + describe(known.ref) +
                                    ", now asked for as " + describe(ref));
@@ -306,6 +462,10 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   std::error_code ec;
   fs::create_directories(options_.cdi_dir, ec);
   if (ec) return Error::unavailable("cannot create CDI spec folder " + options_.cdi_dir + ": " + ec.message());
+  // A spec NVIDIA's driver left for this claim (a prepare of its that never answered, or an
+  // adopted claim prepared afresh) would name the same CDI devices as kgpu's.
+  if (options_.driver == kNvidiaDriverName)
+    (void)remove_file(spec_path(nvidia_claim_spec_file(options_.driver, ref.uid)));
   const std::string path = spec_path(result.cdi_spec_file);
   if (auto st = write_file_atomically(path, cdi_spec_text(prepared->cdi_spec), 0644); !st)
     return Error::unavailable("cannot write CDI spec for " + describe(ref) + ": " + st.error().message);
@@ -318,6 +478,8 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   std::map<std::string, TimeSliceSetting> superseded;
   for (const auto& s : result.time_slicing)
     if (auto node = pending_resets_.extract(s.gpu_uuid)) superseded.insert(std::move(node));
+  for (const auto& uuid : result.exclusive_gpus)
+    if (auto node = pending_resets_.extract(uuid)) superseded.insert(std::move(node));
   if (auto st = save_locked(); st) recovered_.erase(ref.uid);
   else {
     // Not recorded means not prepared: leave no spec behind that nothing would remove.
@@ -341,6 +503,10 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
   const std::string file = it != claims_.end() ? it->second.cdi_spec_file : claim_cdi_spec_file(options_.driver, uid);
   if (auto st = remove_file(spec_path(file)); !st)
     return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
+  // A spec NVIDIA's driver left for a claim kgpu does not record goes too.
+  if (it == claims_.end() && options_.driver == kNvidiaDriverName)
+    if (auto st = remove_file(spec_path(nvidia_claim_spec_file(options_.driver, uid))); !st)
+      return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
   recovered_.erase(uid);  // its spec is gone: its devices are free
   if (it == claims_.end()) return std::optional<PreparedClaim>();
   std::optional<PreparedClaim> released = std::move(it->second);

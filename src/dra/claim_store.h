@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,26 @@ class ClaimStore {
   // claim's devices as held (recovered_claims()); a prepare of another claim touching one is
   // refused with the reason, until the kubelet prepares (re-records) or unprepares that claim.
   // Warnings are in startup_warnings() (the daemon logs them and serves).
+  //
+  // Taking over from NVIDIA's DRA driver (driver "gpu.nvidia.com" only): the claims that driver
+  // prepared, in its checkpoint.json next to kgpu's checkpoint (nvidia_checkpoint.h), are adopted
+  // before the CDI folder is scanned. A claim NVIDIA completed and kgpu does not record becomes one
+  // of kgpu's prepared claims: the answer the kubelet got (devices, CDI IDs), the physical GPUs
+  // behind it, and NVIDIA's CDI spec file as its spec (left as it is; unprepare removes it). A
+  // repeated prepare gets the same answer; one naming the claim's namespace and name fills them in
+  // when NVIDIA's record lacks them (v1 entries never have them, completed v2 entries lose them).
+  // From before a reboot no container can hold a GPU: a claim is only adopted when its CDI spec
+  // still exists (/var/run/cdi is a tmpfs) or the checkpoint was written since the node booted
+  // (NVIDIA's file has no boot ID; a CDI folder on disk makes the first test pass after a reboot,
+  // which holds GPUs longer, never hands one out twice). A prepare NVIDIA started but never
+  // answered gave no container anything: its devices are held, as recovered claims above, until
+  // the kubelet prepares or unprepares it, in this run; its CDI spec, if any, is removed (the same
+  // CDI device names as the spec kgpu writes when the kubelet retries). Sharing NVIDIA set up (MPS
+  // control daemons, time-slicing) is neither reproduced nor undone: warned per claim. Once kgpu's
+  // checkpoint holds the adopted claims, NVIDIA's file is renamed to
+  // checkpoint.json.adopted-by-kgpu-<UTC time>, so neither kgpu nor a reinstalled NVIDIA driver acts
+  // on it again. Unreadable, it is left in place with a warning: the GPUs its claims hold are not
+  // known, and kgpu serves anyway.
   ClaimStore(ClaimStoreOptions options, ClaimFetch fetch);
 
   void set_devices(std::shared_ptr<const NodeDevices> devices);
@@ -102,6 +123,8 @@ class ClaimStore {
 
  private:
   void load();
+  bool load_own();  // false: kgpu's checkpoint is from another boot (nothing is recovered)
+  void adopt_nvidia_claims();
   void set_aside(const std::string& why, bool newer);
   void recover_from_cdi_specs();
   void remove_stale_temporaries();
@@ -119,6 +142,15 @@ class ClaimStore {
   std::map<std::string, PreparedClaim> claims_;  // by UID
   std::map<std::string, std::vector<std::string>> recovered_;  // UID -> device names, from CDI specs
   std::map<std::string, TimeSliceSetting> pending_resets_;     // by GPU UUID
+  // An adopted MIG device from an NVIDIA checkpoint older than v25.12 names its own UUID, not its
+  // parent's (PreparedDevice::gpu_uuid "MIG-..."): where the inventory puts it, by MIG UUID.
+  struct MigPlace {
+    std::string parent_uuid;
+    std::string device;  // kgpu's name for it
+  };
+  std::map<std::string, MigPlace> mig_places_;
+  // Recovered claims (above) that NVIDIA's checkpoint showed half-prepared, for the refusal's text.
+  std::set<std::string> half_prepared_;
   // The unreadable checkpoint could not be moved aside: it is never overwritten (nothing is saved).
   bool frozen_ = false;
   std::string frozen_reason_;

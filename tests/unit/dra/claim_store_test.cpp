@@ -14,6 +14,7 @@
 #include "core/safe_file.h"
 #include "dra/claim_checkpoint.h"
 #include "dra/claim_store.h"
+#include "dra/nvidia_checkpoint.h"
 #include "dra/slice_builder.h"
 #include "unit/dra/claim_test_support.h"
 #include "unit/dra/synthetic_node.h"
@@ -295,6 +296,34 @@ TEST(DraClaimStore, ATimeSliceResetStaysPendingUntilDoneAndGuardsTheGpu) {
   EXPECT_TRUE(store->prepare(ref(2)).ok());
 }
 
+// Issue 29, item 7: an MPS claim's GPUs run EXCLUSIVE_PROCESS; its unprepare leaves a reset to
+// compute mode DEFAULT pending (in the checkpoint), which guards the GPU like a time-slice reset.
+TEST(DraClaimStore, AnMpsClaimsExclusiveProcessGpuIsResetAfterItAndGuardedUntilThen) {
+  Fixture f;
+  auto devices = std::make_shared<NodeDevices>(*f.devices);
+  devices->config.mps_root = "/run/kgpu/mps";
+  f.devices = devices;
+  const std::string gpu2 = gpu_name(f.devices->inventory, 2);
+  const std::string gpu2_uuid = f.devices->inventory.gpus[2].uuid;
+  f.claims["team-a/claim-" + uid(1)] =
+      claim_json(uid(1), {{"gpus", gpu2}},
+                 json::array({testing::opaque_config(testing::gpu_sharing({{"strategy", "MPS"}}))}))
+          .dump();
+  f.serve(2, {2});
+  auto store = f.open();
+  auto prepared = store->prepare(ref(1));
+  ASSERT_TRUE(prepared.ok()) << prepared.error().message;
+  EXPECT_EQ(prepared->exclusive_gpus, std::vector<std::string>{gpu2_uuid});
+  EXPECT_EQ(f.open()->prepared().at(0).exclusive_gpus, std::vector<std::string>{gpu2_uuid}) << "in the checkpoint";
+  ASSERT_TRUE(store->unprepare(uid(1)).ok());
+  EXPECT_TRUE(f.open()->is_reset_pending(gpu2_uuid));
+  auto refused = store->prepare(ref(2));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("time-slice interval or compute mode"), std::string::npos);
+  store->reset_done(gpu2_uuid);
+  EXPECT_TRUE(store->prepare(ref(2)).ok());
+}
+
 TEST(DraClaimStore, CorruptCheckpointStartsEmptyWithAWarningNamingThePath) {
   Fixture f;
   f.serve(1, {1});
@@ -452,9 +481,14 @@ TEST(DraClaimStore, CheckpointRoundTripsEveryField) {
                {{"c"}, "node-1", "gpu-2-mig-1g5gb-0", {}, std::nullopt, false, "GPU-2", false},
                {{"d"}, "node-1", "gpu-3", {}, std::nullopt, false, "", false}};
   c.time_slicing = {{"GPU-1", TimeSliceInterval::Medium}};
+  c.exclusive_gpus = {"GPU-2"};
   c.mps = MpsClaimRequest{c.ref.uid, {"GPU-1", "GPU-2"}, 5, {{1, 8192}}};
+  PreparedClaim bare;
+  bare.ref = ref(2);
+  bare.driver = "gpu.nvidia.com";
+  bare.cdi_spec_file = "f";
   const Checkpoint in{"boot",
-                      {c, PreparedClaim{ref(2), "gpu.nvidia.com", {}, "f", {}, std::nullopt}},
+                      {c, bare},
                       {{"GPU-4", TimeSliceInterval::Default}, {"GPU-5", TimeSliceInterval::Default}}};
   auto out = parse_checkpoint(checkpoint_text(in));
   ASSERT_TRUE(out.ok()) << out.error().message;
@@ -463,11 +497,11 @@ TEST(DraClaimStore, CheckpointRoundTripsEveryField) {
   // The pending resets have a checksum of their own: an edit is refused, and the claims' checksum
   // is untouched by them (a kgpu that predates them still reads the claims).
   json edited = json::parse(checkpoint_text(in));
-  edited["pendingTimeSliceResets"][0]["gpuUUID"] = "GPU-9";
-  EXPECT_NE(parse_checkpoint(edited.dump()).error().message.find("pendingTimeSliceResets do not match"),
+  edited["pendingGpuResets"][0]["gpuUUID"] = "GPU-9";
+  EXPECT_NE(parse_checkpoint(edited.dump()).error().message.find("pendingGpuResets do not match"),
             std::string::npos);
   json without = json::parse(checkpoint_text(in));
-  without.erase("pendingTimeSliceResets");
+  without.erase("pendingGpuResets");
   without.erase("pendingChecksum");
   ASSERT_TRUE(parse_checkpoint(without.dump()).ok());
   EXPECT_TRUE(parse_checkpoint(without.dump())->pending_resets.empty());
@@ -516,6 +550,254 @@ TEST(DraClaimStore, NoDevicesYetIsUnavailable) {
   auto r = store.prepare(ref(1));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, Error::Code::Unavailable);
+}
+
+// Issue 29, item 10: taking over from NVIDIA's DRA driver. Its checkpoint.json lies next to kgpu's
+// checkpoint; its per-claim CDI specs in the CDI folder.
+struct NvidiaNode : Fixture {
+  fs::path nvidia_checkpoint() const { return dir.path / "plugin" / "checkpoint.json"; }
+  fs::path nvidia_spec(int n) const { return dir.path / "cdi" / nvidia_claim_spec_file("gpu.nvidia.com", uid(n)); }
+  // One device entry as NVIDIA's driver records it (the kubelet helper's Device: Go field names).
+  static json device(int n, const std::string& name) {
+    return {{"Requests", {"gpu"}},
+            {"PoolName", "node-1"},
+            {"DeviceName", name},
+            {"CDIDeviceIDs", {"k8s.gpu.nvidia.com/claim=" + uid(n) + "-" + name}}};
+  }
+  json whole(int n, int g) const {
+    const json info = {{"uuid", devices->inventory.gpus[g].uuid}};
+    return {{"gpu", {{"info", info}, {"device", device(n, gpu_name(devices->inventory, g))}}},
+            {"mig", nullptr}};
+  }
+  static json claim(const std::vector<json>& entries, const std::string& state = "PrepareCompleted") {
+    return {{"checkpointState", state},
+            {"status", json::object()},
+            {"preparedDevices", {{{"devices", entries}, {"configState", {{"mpsControlDaemonID", ""}}}}}}};
+  }
+  // Writes checkpoint.json with these v2 claims (and the v1 copy of the completed ones, as
+  // NVIDIA's driver does), and the CDI spec of each claim in `specs`.
+  void write_nvidia(const std::map<int, json>& entries, const std::vector<int>& specs) const {
+    json v1 = json::object(), v2 = json::object();
+    for (const auto& [n, c] : entries) {
+      v2[uid(n)] = c;
+      if (c.value("checkpointState", "") == "PrepareCompleted")
+        v1[uid(n)] = {{"status", c["status"]}, {"preparedDevices", c["preparedDevices"]}};
+    }
+    fs::create_directories(nvidia_checkpoint().parent_path());
+    std::ofstream(nvidia_checkpoint()) << json{{"checksum", 42}, {"v1", {{"preparedClaims", v1}}},
+                                               {"v2", {{"checksum", 7}, {"preparedClaims", v2}}}}.dump();
+    fs::create_directories(dir.path / "cdi");
+    for (int n : specs) std::ofstream(nvidia_spec(n)) << "cdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\n";
+  }
+  std::vector<fs::path> adopted_files() const {
+    return beside(options().checkpoint_path, "checkpoint.json.adopted-by-kgpu-");
+  }
+  static std::string all(const std::vector<std::string>& lines) {
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    return out;
+  }
+};
+
+TEST(DraClaimStore, ClaimsNvidiasDriverPreparedAreTakenOverAndItsFileRenamedAside) {
+  NvidiaNode f;
+  f.write_nvidia({{50, NvidiaNode::claim({f.whole(50, 2), f.whole(50, 3)})}}, {50});
+  auto store = f.open();
+  const std::string warnings = NvidiaNode::all(store->startup_warnings());
+  EXPECT_NE(warnings.find("took over claim " + uid(50)), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("1 prepared claims taken over"), std::string::npos) << warnings;
+  ASSERT_EQ(store->prepared().size(), 1u);
+  const PreparedClaim adopted = store->prepared()[0];
+  EXPECT_EQ(adopted.ref, (ClaimRef{uid(50), "", ""}));  // NVIDIA's completed entries lose ns/name
+  EXPECT_EQ(adopted.cdi_spec_file, nvidia_claim_spec_file("gpu.nvidia.com", uid(50)));
+  ASSERT_EQ(adopted.devices.size(), 2u);
+  EXPECT_EQ(adopted.devices[0].device, gpu_name(f.devices->inventory, 2));
+  EXPECT_EQ(adopted.devices[0].gpu_uuid, f.devices->inventory.gpus[2].uuid);
+  EXPECT_TRUE(adopted.devices[0].whole_gpu);
+  EXPECT_EQ(adopted.devices[0].cdi_device_ids,
+            std::vector<std::string>{"k8s.gpu.nvidia.com/claim=" + uid(50) + "-" + gpu_name(f.devices->inventory, 2)});
+
+  // NVIDIA's file is renamed, never read again; kgpu's checkpoint holds the claim.
+  EXPECT_FALSE(fs::exists(f.nvidia_checkpoint()));
+  ASSERT_EQ(f.adopted_files().size(), 1u);
+  EXPECT_NE(warnings.find(f.adopted_files()[0].string()), std::string::npos) << warnings;
+  auto restarted = f.open();
+  EXPECT_EQ(restarted->prepared(), std::vector<PreparedClaim>{adopted});
+  EXPECT_EQ(NvidiaNode::all(restarted->startup_warnings()).find("took over"), std::string::npos);
+  EXPECT_EQ(f.adopted_files().size(), 1u);
+}
+
+TEST(DraClaimStore, AnAdoptedClaimsGpusAreNotPreparedForAnotherClaimUntilTheKubeletUnpreparesIt) {
+  NvidiaNode f;
+  f.devices->inventory = testing::a100_node(8, 0);
+  f.write_nvidia({{50, NvidiaNode::claim({f.whole(50, 2)})}}, {50});
+  auto store = f.open();
+  f.serve(1, {2});
+  auto refused = store->prepare(ref(1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, Error::Code::FailedPrecondition);
+  EXPECT_NE(refused.error().message.find("already prepared for ResourceClaim / (" + uid(50) + ")"), std::string::npos)
+      << refused.error().message;
+  f.serve(3, {4});
+  EXPECT_TRUE(store->prepare(ref(3)).ok());  // other GPUs are free
+
+  // The kubelet's repeated prepare (after its restart) gets NVIDIA's answer, and names the claim.
+  const ClaimRef kubelets{uid(50), "team-b", "infer"};
+  auto again = store->prepare(kubelets);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->devices.at(0).cdi_device_ids,
+            std::vector<std::string>{"k8s.gpu.nvidia.com/claim=" + uid(50) + "-" + gpu_name(f.devices->inventory, 2)});
+  EXPECT_EQ(again->ref, kubelets);
+  for (const auto& c : f.open()->prepared())
+    if (c.ref.uid == uid(50)) {
+      EXPECT_EQ(c.ref, kubelets);  // recorded
+    }
+  auto other_name = store->prepare({uid(50), "team-b", "other"});
+  EXPECT_FALSE(other_name.ok());  // once known, a mismatch is refused as ever
+
+  // Unprepare removes NVIDIA's spec; the GPU is free.
+  ASSERT_TRUE(fs::exists(f.nvidia_spec(50)));
+  auto released = store->unprepare(uid(50));
+  ASSERT_TRUE(released.ok()) << released.error().message;
+  ASSERT_TRUE(released->has_value());
+  EXPECT_FALSE(fs::exists(f.nvidia_spec(50)));
+  auto prepared = store->prepare(ref(1));
+  EXPECT_TRUE(prepared.ok()) << prepared.error().message;
+  EXPECT_EQ(f.open()->prepared().size(), 2u);  // claims 1 and 3; 50 is never adopted again
+}
+
+TEST(DraClaimStore, AnAdoptedGpuIsNotHandedOutAsMigDevicesNorItsMigDevicesByAnotherName) {
+  NvidiaNode f;
+  f.devices->inventory = testing::a100_node(8, 4);
+  SliceOptions o;
+  o.node_name = "node-1";
+  f.devices->pool = build_publication(f.devices->inventory, o)->pools.at(0);
+  const Inventory& inv = f.devices->inventory;
+  // Claim 50: whole GPU 5 (v25.12 entry). Claim 51: a MIG device of GPU 1 as an NVIDIA release
+  // before v25.12 recorded it: its own UUID only, and that release's name for it.
+  json old_mig = {{"gpu", nullptr},
+                  {"mig",
+                   {{"info", {{"uuid", inv.gpus[1].mig_devices[2].uuid}}},
+                    {"device", NvidiaNode::device(51, "gpu-1-mig-19-2-1")}}}};
+  // Claim 52: a MIG device of GPU 3 (v25.12: the parent named).
+  json new_mig = {{"gpu", nullptr},
+                  {"mig",
+                   {{"concrete", {{"parentUUID", inv.gpus[3].uuid}, {"migUUID", inv.gpus[3].mig_devices[0].uuid}}},
+                           {"device", NvidiaNode::device(52, testing::mig_name(inv, 3, 0))}}}};
+  f.write_nvidia({{50, NvidiaNode::claim({f.whole(50, 5)})},
+                  {51, NvidiaNode::claim({old_mig})},
+                  {52, NvidiaNode::claim({new_mig})}},
+                 {50, 51, 52});
+  auto store = f.open();
+  ASSERT_EQ(store->prepared().size(), 3u);
+  auto try_claim = [&](int n, const std::string& device) {
+    f.claims["team-a/claim-" + uid(n)] = claim_json(uid(n), {{"gpus", device}}).dump();
+    return store->prepare(ref(n));
+  };
+  auto same_slice = try_claim(1, testing::mig_name(inv, 1, 2));  // kgpu's name for claim 51's device
+  ASSERT_FALSE(same_slice.ok());
+  EXPECT_NE(same_slice.error().message.find("is the MIG device already prepared as gpu-1-mig-19-2-1"),
+            std::string::npos)
+      << same_slice.error().message;
+  auto same_device = try_claim(4, testing::mig_name(inv, 3, 0));  // claim 52's device itself
+  ASSERT_FALSE(same_device.ok());
+  EXPECT_EQ(same_device.error().code, Error::Code::FailedPrecondition);
+  // Whole GPU 5 as a MIG device, once it is in MIG mode.
+  auto relaid = std::make_shared<NodeDevices>(*f.devices);
+  relaid->inventory = testing::a100_node(8, 6);
+  relaid->pool = build_publication(relaid->inventory, o)->pools.at(0);
+  store->set_devices(relaid);
+  auto on_adopted_gpu = try_claim(7, testing::mig_name(relaid->inventory, 5, 0));
+  ASSERT_FALSE(on_adopted_gpu.ok());
+  EXPECT_NE(on_adopted_gpu.error().message.find("already prepared as " + gpu_name(inv, 5)), std::string::npos)
+      << on_adopted_gpu.error().message;
+  EXPECT_TRUE(try_claim(5, testing::mig_name(inv, 1, 3)).ok());   // another slice of GPU 1: free
+  EXPECT_TRUE(try_claim(6, testing::mig_name(inv, 3, 1)).ok());   // and of GPU 3
+}
+
+TEST(DraClaimStore, AClaimAlreadyInKgpusCheckpointIsNotTakenOverAgain) {
+  NvidiaNode f;
+  f.serve(1, {1});
+  PreparedClaim own;
+  { own = *f.open()->prepare(ref(1)); }
+  f.write_nvidia({{1, NvidiaNode::claim({f.whole(1, 6)})}}, {});
+  auto store = f.open();
+  EXPECT_EQ(store->prepared(), std::vector<PreparedClaim>{own});
+  EXPECT_NE(NvidiaNode::all(store->startup_warnings()).find("0 prepared claims taken over, 1 already in kgpu's"),
+            std::string::npos)
+      << NvidiaNode::all(store->startup_warnings());
+  EXPECT_EQ(f.adopted_files().size(), 1u);
+}
+
+TEST(DraClaimStore, NvidiaClaimsFromBeforeAReobotAreDroppedUnlessTheirSpecSurvived) {
+  NvidiaNode f;
+  f.write_nvidia({{50, NvidiaNode::claim({f.whole(50, 2)})}, {51, NvidiaNode::claim({f.whole(51, 3)})}}, {51});
+  // Written long before this boot: claim 50 (no CDI spec left) ran before a reboot; 51's spec is
+  // there (a CDI folder on disk, or a pod of this boot): held.
+  fs::last_write_time(f.nvidia_checkpoint(), fs::file_time_type::clock::now() - std::chrono::hours(24 * 365 * 20));
+  auto store = f.open();
+  ASSERT_EQ(store->prepared().size(), 1u);
+  EXPECT_EQ(store->prepared()[0].ref.uid, uid(51));
+  EXPECT_NE(NvidiaNode::all(store->startup_warnings()).find("1 dropped (prepared before the node rebooted"),
+            std::string::npos);
+}
+
+TEST(DraClaimStore, AHalfPreparedNvidiaClaimHoldsItsAllocatedDevicesAndLosesItsSpec) {
+  NvidiaNode f;
+  json started = {{"checkpointState", "PrepareStarted"},
+                  {"name", "train"},
+                  {"namespace", "team-a"},
+                  {"status",
+                   {{"allocation",
+                     {{"devices",
+                       {{"results",
+                         {{{"request", "gpu"}, {"driver", "gpu.nvidia.com"}, {"pool", "node-1"},
+                           {"device", gpu_name(f.devices->inventory, 4)}}}}}}}}}}};
+  f.write_nvidia({{60, started}}, {60});
+  auto store = f.open();
+  EXPECT_TRUE(store->prepared().empty());
+  EXPECT_EQ(store->recovered_claims().at(uid(60)), std::vector<std::string>{gpu_name(f.devices->inventory, 4)});
+  EXPECT_FALSE(fs::exists(f.nvidia_spec(60)));  // it would clash with the spec kgpu writes on retry
+  f.serve(1, {4});
+  auto refused = store->prepare(ref(1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("which NVIDIA's DRA driver began to prepare"), std::string::npos)
+      << refused.error().message;
+  // The kubelet retries the claim: kgpu prepares it itself.
+  f.claims["team-a/train"] = claim_json(uid(60), {{"gpus", gpu_name(f.devices->inventory, 4)}}).dump();
+  auto retried = store->prepare({uid(60), "team-a", "train"});
+  ASSERT_TRUE(retried.ok()) << retried.error().message;
+  EXPECT_EQ(retried->cdi_spec_file, claim_cdi_spec_file("gpu.nvidia.com", uid(60)));
+  EXPECT_TRUE(store->recovered_claims().empty());
+}
+
+TEST(DraClaimStore, AnUnreadableNvidiaCheckpointIsLeftInPlaceWithAWarningAndKgpuServes) {
+  NvidiaNode f;
+  fs::create_directories(f.nvidia_checkpoint().parent_path());
+  std::ofstream(f.nvidia_checkpoint()) << R"({"v2": {"preparedClaims": {"x": 5}})";
+  auto store = f.open();
+  const std::string warnings = NvidiaNode::all(store->startup_warnings());
+  EXPECT_NE(warnings.find("is not understood"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("are NOT known"), std::string::npos) << warnings;
+  EXPECT_TRUE(fs::exists(f.nvidia_checkpoint()));
+  EXPECT_TRUE(f.adopted_files().empty());
+  f.serve(1, {1});
+  EXPECT_TRUE(store->prepare(ref(1)).ok());
+  EXPECT_TRUE(fs::exists(f.nvidia_checkpoint()));
+}
+
+TEST(DraClaimStore, OnlyTheNvidiaDriversStoreTakesOverAndAnUnpreparedUnknownClaimLosesNvidiasSpec) {
+  NvidiaNode f;
+  f.write_nvidia({{50, NvidiaNode::claim({f.whole(50, 2)})}}, {50, 51});
+  auto options = f.options();
+  options.driver = "gpu.amd.com";
+  ClaimStore amd(options, [](const std::string&, const std::string&) { return Result<std::string>(std::string()); });
+  EXPECT_TRUE(amd.prepared().empty());
+  EXPECT_TRUE(fs::exists(f.nvidia_checkpoint()));
+  // A spec NVIDIA's driver left for a claim nobody records goes with the kubelet's unprepare.
+  auto store = f.open();
+  ASSERT_TRUE(store->unprepare(uid(51)).ok());
+  EXPECT_FALSE(fs::exists(f.nvidia_spec(51)));
 }
 
 }  // namespace
