@@ -71,6 +71,7 @@ json to_json(const PreparedClaim& c) {
               {"cdiSpecFile", c.cdi_spec_file},
               {"devices", devices},
               {"timeSlicing", slicing}};
+  if (!c.exclusive_gpus.empty()) out["exclusiveProcessGPUs"] = c.exclusive_gpus;
   // The request kgpu mps-daemon got, in the request file's own format (one parser for both).
   if (c.mps) out["mps"] = json::parse(render_mps_claim_request(*c.mps));
   return out;
@@ -98,6 +99,7 @@ Result<PreparedClaim> from_json(const json& j) {
     c.devices.push_back(std::move(p));
   }
   c.time_slicing = settings_from_json(j.at("timeSlicing"));
+  if (j.contains("exclusiveProcessGPUs")) c.exclusive_gpus = j.at("exclusiveProcessGPUs").get<std::vector<std::string>>();
   if (j.contains("mps")) {
     auto request = parse_mps_claim_request(j.at("mps").dump());
     if (!request) return Error::invalid("claim " + c.ref.uid + ": " + request.error().message);
@@ -120,7 +122,7 @@ std::string checkpoint_text(const Checkpoint& checkpoint) {
               {"claims", claims}};
   if (!pending.empty()) {
     doc["pendingChecksum"] = checksum(compact(pending));
-    doc["pendingTimeSliceResets"] = std::move(pending);
+    doc["pendingGpuResets"] = std::move(pending);
   }
   return doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -146,10 +148,10 @@ Result<Checkpoint> parse_checkpoint(std::string_view text) {
       return Error::invalid("checkpoint checksum does not match its content (cut short or edited)");
     Checkpoint out;
     out.boot_id = doc.at("bootID").get<std::string>();
-    if (doc.contains("pendingTimeSliceResets")) {
-      const json& pending = doc.at("pendingTimeSliceResets");
+    if (doc.contains("pendingGpuResets")) {
+      const json& pending = doc.at("pendingGpuResets");
       if (!pending.is_array() || checksum(compact(pending)) != doc.at("pendingChecksum").get<std::string>())
-        return Error::invalid("checkpoint pendingTimeSliceResets do not match their checksum (cut short or edited)");
+        return Error::invalid("checkpoint pendingGpuResets do not match their checksum (cut short or edited)");
       out.pending_resets = settings_from_json(pending);
     }
     for (const auto& c : claims) {

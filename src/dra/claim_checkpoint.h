@@ -6,11 +6,12 @@
 //   {"kind": "KgpuPreparedClaims", "version": 1, "bootID": "...", "checksum": "fnv1a64:<hex>",
 //    "claims": [{"uid", "namespace", "name", "driver", "cdiSpecFile", "devices": [...],
 //                "timeSlicing": [...], "mps": {...}}],
-//    "pendingTimeSliceResets": [{"gpuUUID", "interval"}], "pendingChecksum": "fnv1a64:<hex>"}
+//    "pendingGpuResets": [{"gpuUUID", "interval"}], "pendingChecksum": "fnv1a64:<hex>"}
 // The checksum covers the compact dump of "claims": a file cut short or edited by hand is refused
 // whole rather than half-trusted. The pending resets (GPUs an unprepared claim left with its
-// interval because nvidia-smi failed or kgpu died first) have their own checksum, so a kgpu that
-// predates them still reads the claims of a file that has some (and ignores the resets).
+// time-slice interval or compute mode because nvidia-smi failed or kgpu died first: both go back
+// to the driver's defaults) have their own checksum, so a kgpu that predates them still reads the
+// claims of a file that has some (and ignores the resets).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,7 +27,7 @@ inline constexpr size_t kMaxCheckpointBytes = size_t{64} << 20;
 struct Checkpoint {
   std::string boot_id;  // empty: unknown when written
   std::vector<PreparedClaim> claims;
-  std::vector<TimeSliceSetting> pending_resets;  // one per GPU at most
+  std::vector<TimeSliceSetting> pending_resets;  // one per GPU at most; interval Default, compute mode DEFAULT
   bool operator==(const Checkpoint&) const = default;
 };
 

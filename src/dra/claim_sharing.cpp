@@ -68,6 +68,9 @@ Status ClaimSharing::apply(const std::vector<PreparedClaim>& prepared, const Pre
   auto settings = time_slices_to_apply(prepared, claim);
   if (!settings) return settings.error();
   if (auto st = run_all(*settings); !st) return st;
+  // As NVIDIA's driver: the MPS daemon's GPUs run EXCLUSIVE_PROCESS (only the daemon's server
+  // opens them). Put back by the store's pending reset once no claim holds them so.
+  if (auto st = set_compute_modes(claim.exclusive_gpus, "EXCLUSIVE_PROCESS"); !st) return st;
   // Last: ClaimMps withdraws a request it made when the daemon does not come up, so a failed
   // prepare leaves no daemon behind (a time slice it set stays until the GPU's next claim).
   if (claim.mps)
@@ -102,7 +105,24 @@ Status ClaimSharing::run_all(const std::vector<TimeSliceSetting>& settings) cons
   return ok_status();
 }
 
+Status ClaimSharing::set_compute_modes(const std::vector<std::string>& gpu_uuids, const std::string& mode) const {
+  std::lock_guard lock(slices_mu_);
+  for (const auto& uuid : gpu_uuids)
+    if (auto st = compute_mode_locked(uuid, mode); !st) return st;
+  return ok_status();
+}
+
+Status ClaimSharing::compute_mode_locked(const std::string& gpu_uuid, const std::string& mode) const {
+  if (auto st = run_(set_compute_mode_argv(nvidia_smi_.path, gpu_uuid, mode), nvidia_smi_.env); !st)
+    return Error{st.error().code, "cannot set compute mode " + mode + " on " + gpu_uuid + ": " + st.error().message};
+  spdlog::info("DRA: {} runs compute mode {}", gpu_uuid, mode);
+  return ok_status();
+}
+
 Status ClaimSharing::run_locked(const TimeSliceSetting& s) const {
+  // A time-sliced GPU runs compute mode DEFAULT (as NVIDIA's driver sets it); a reset puts both
+  // the interval and the compute mode back.
+  if (auto st = compute_mode_locked(s.gpu_uuid, "DEFAULT"); !st) return st;
   auto argv = set_timeslice_argv(nvidia_smi_.path, s);
   if (auto st = run_(argv, nvidia_smi_.env); !st)
     return Error{st.error().code, "cannot set time-slice interval " + std::string(to_string(s.interval)) + " on " +

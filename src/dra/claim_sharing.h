@@ -1,7 +1,10 @@
 #pragma once
 // What a DRA claim's opaque sharing config needs beyond its CDI spec, done on the node:
-//  - TimeSlicing: `nvidia-smi compute-policy -i <uuid> --set-timeslice <n>` for each full GPU of
-//    the claim, and the default interval again once no prepared claim time-slices that GPU;
+//  - TimeSlicing: `nvidia-smi -i <uuid> -c DEFAULT` and `nvidia-smi compute-policy -i <uuid>
+//    --set-timeslice <n>` for each full GPU of the claim, and the defaults again once no prepared
+//    claim time-slices that GPU;
+//  - MPS: compute mode EXCLUSIVE_PROCESS on the daemon's full GPUs (DEFAULT again once no claim's
+//    daemon holds them), as NVIDIA's DRA driver sets it;
 //  - MPS: the claim's own MPS control daemon, run by `kgpu mps-daemon` on request (dra/claim_mps.h);
 //    prepare returns only once it runs with the claim's limits, so no container starts with a
 //    CUDA_MPS_PIPE_DIRECTORY that has no daemon behind it. Without an mpsRoot such claims are
@@ -59,7 +62,9 @@ class ClaimSharing {
 
  private:
   Status run_all(const std::vector<TimeSliceSetting>& settings) const;
-  Status run_locked(const TimeSliceSetting& setting) const;
+  Status run_locked(const TimeSliceSetting& setting) const;  // compute mode DEFAULT, then the interval
+  Status set_compute_modes(const std::vector<std::string>& gpu_uuids, const std::string& mode) const;
+  Status compute_mode_locked(const std::string& gpu_uuid, const std::string& mode) const;
   NvidiaSmi nvidia_smi_;
   CommandRunner run_;
   ClaimMps mps_;

@@ -211,6 +211,9 @@ class Preparer {
     auto request = mps_request(*limits);
     if (!request) return request.error();
     out.mps = std::move(*request);
+    for (const ClaimDevice* d : mps)
+      if (!d->mig && std::find(out.exclusive_gpus.begin(), out.exclusive_gpus.end(), d->gpu->uuid) == out.exclusive_gpus.end())
+        out.exclusive_gpus.push_back(d->gpu->uuid);
     return std::nullopt;
   }
 

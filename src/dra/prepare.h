@@ -56,6 +56,10 @@ struct PreparedClaim {
   std::vector<PreparedDevice> devices;
   std::string cdi_spec_file;  // file name in the CDI folder
   std::vector<TimeSliceSetting> time_slicing;
+  // Full GPUs under the claim's MPS daemon: compute mode EXCLUSIVE_PROCESS while it holds them, as
+  // NVIDIA's driver sets it (a time-sliced GPU gets DEFAULT); both go back to the driver's
+  // defaults once no claim needs them (the store's pending resets).
+  std::vector<std::string> exclusive_gpus;
   // The claim's own MPS control daemon, when a config asked for MPS: what `kgpu mps-daemon` is
   // asked to run (mps/claim_request.h), seeing the claim's GPUs only.
   std::optional<MpsClaimRequest> mps;

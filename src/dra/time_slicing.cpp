@@ -27,16 +27,30 @@ Result<std::vector<TimeSliceSetting>> time_slices_to_apply(const std::vector<Pre
   return claim.time_slicing;
 }
 
+bool sets_gpu(const PreparedClaim& claim, const std::string& gpu_uuid) {
+  return setting_for(claim, gpu_uuid) != nullptr ||
+         std::find(claim.exclusive_gpus.begin(), claim.exclusive_gpus.end(), gpu_uuid) != claim.exclusive_gpus.end();
+}
+
 std::vector<TimeSliceSetting> time_slices_to_reset(const std::vector<PreparedClaim>& remaining,
                                                    const PreparedClaim& released) {
+  std::vector<std::string> touched;
+  for (const auto& s : released.time_slicing) touched.push_back(s.gpu_uuid);
+  for (const auto& uuid : released.exclusive_gpus)
+    if (std::find(touched.begin(), touched.end(), uuid) == touched.end()) touched.push_back(uuid);
   std::vector<TimeSliceSetting> out;
-  for (const auto& s : released.time_slicing) {
+  for (const auto& uuid : touched) {
     const bool still_used = std::any_of(remaining.begin(), remaining.end(), [&](const PreparedClaim& c) {
-      return c.ref.uid != released.ref.uid && setting_for(c, s.gpu_uuid) != nullptr;
+      return c.ref.uid != released.ref.uid && sets_gpu(c, uuid);
     });
-    if (!still_used) out.push_back({s.gpu_uuid, TimeSliceInterval::Default});
+    if (!still_used) out.push_back({uuid, TimeSliceInterval::Default});
   }
   return out;
+}
+
+std::vector<std::string> set_compute_mode_argv(const std::string& nvidia_smi, const std::string& gpu_uuid,
+                                               const std::string& mode) {
+  return {nvidia_smi, "-i", gpu_uuid, "-c", mode};
 }
 
 std::vector<std::string> set_timeslice_argv(const std::string& nvidia_smi, const TimeSliceSetting& setting) {

@@ -17,12 +17,21 @@ namespace kgpu::dra {
 Result<std::vector<TimeSliceSetting>> time_slices_to_apply(const std::vector<PreparedClaim>& prepared,
                                                            const PreparedClaim& claim);
 
-// After `released` is unprepared: its GPUs that no claim in `remaining` time-slices go back to
-// the driver's default interval.
+// After `released` is unprepared: its GPUs that it time-sliced or held in EXCLUSIVE_PROCESS for its
+// MPS daemon, and that no claim in `remaining` time-slices or holds so, go back to the driver's
+// defaults (interval Default, compute mode DEFAULT: one reset per GPU).
 std::vector<TimeSliceSetting> time_slices_to_reset(const std::vector<PreparedClaim>& remaining,
                                                    const PreparedClaim& released);
 
 // nvidia-smi compute-policy -i <uuid> --set-timeslice <0..3>
 std::vector<std::string> set_timeslice_argv(const std::string& nvidia_smi, const TimeSliceSetting& setting);
+
+// nvidia-smi -i <uuid> -c <DEFAULT|EXCLUSIVE_PROCESS>, as NVIDIA's DRA driver runs it.
+std::vector<std::string> set_compute_mode_argv(const std::string& nvidia_smi, const std::string& gpu_uuid,
+                                               const std::string& mode);
+
+// Whether `claim` sets the GPU's settings itself (time-slices it, or holds it for its MPS daemon):
+// a reset still pending for that GPU is then superseded rather than awaited.
+bool sets_gpu(const PreparedClaim& claim, const std::string& gpu_uuid);
 
 }  // namespace kgpu::dra

@@ -257,7 +257,19 @@ TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
     std::ifstream in(calls);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   };
-  EXPECT_EQ(read_calls(), "compute-policy -i " + sliced_uuid + " --set-timeslice 3\n");
+  // Lines, not their order: the two claims of one call are prepared side by side.
+  auto lines = [](const std::string& text) {
+    std::multiset<std::string> out;
+    size_t start = 0;
+    for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+      out.insert(text.substr(start, nl - start));
+    return out;
+  };
+  // As NVIDIA's driver: DEFAULT compute mode and the interval for the time-sliced GPU,
+  // EXCLUSIVE_PROCESS for the GPU under the claim's MPS daemon.
+  EXPECT_EQ(lines(read_calls()), (std::multiset<std::string>{"-i " + sliced_uuid + " -c DEFAULT",
+                                                             "compute-policy -i " + sliced_uuid + " --set-timeslice 3",
+                                                             "-i " + mps_uuid + " -c EXCLUSIVE_PROCESS"}));
 
   // The MPS claim's daemon runs (its marker is live), sees the claim's GPU only, with the limits;
   // its containers get the pipe and the limits through the claim's CDI spec.
@@ -275,8 +287,12 @@ TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
   ASSERT_TRUE(unprepared);
   EXPECT_EQ(unprepared->at("uid-ts"), "");
   EXPECT_EQ(unprepared->at("uid-mps"), "");
-  EXPECT_EQ(read_calls(), "compute-policy -i " + sliced_uuid + " --set-timeslice 3\n" + "compute-policy -i " +
-                              sliced_uuid + " --set-timeslice 0\n");
+  // Both GPUs back to the driver's defaults once their claims are gone.
+  EXPECT_EQ(lines(read_calls()),
+            (std::multiset<std::string>{"-i " + sliced_uuid + " -c DEFAULT", "compute-policy -i " + sliced_uuid + " --set-timeslice 3",
+                                        "-i " + mps_uuid + " -c EXCLUSIVE_PROCESS", "-i " + sliced_uuid + " -c DEFAULT",
+                                        "compute-policy -i " + sliced_uuid + " --set-timeslice 0", "-i " + mps_uuid + " -c DEFAULT",
+                                        "compute-policy -i " + mps_uuid + " --set-timeslice 0"}));
   EXPECT_TRUE(eventually([&] { return !fs::exists(claim_dir); }, 20s)) << supervisor.stderr_text();
   supervisor.signal(SIGTERM);
   EXPECT_EQ(supervisor.wait_exit(20s), 0) << supervisor.stderr_text();
@@ -425,7 +441,8 @@ TEST_F(DraE2E, AFailedTimeSliceResetIsKeptAndRetriedUntilItRuns) {
   ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
   ASSERT_TRUE(eventually([&] { return published(api).size() == 2; }, 20s)) << diagnostics(*plugin);
   const auto [device, uuid] = *published_uuids(api).begin();
-  const std::string set_long = "compute-policy -i " + uuid + " --set-timeslice 3\n";
+  const std::string set_default = "-i " + uuid + " -c DEFAULT\n";
+  const std::string set_long = set_default + "compute-policy -i " + uuid + " --set-timeslice 3\n";
   const std::string reset = "compute-policy -i " + uuid + " --set-timeslice 0\n";
 
   api.put_resource_claim(
@@ -437,8 +454,8 @@ TEST_F(DraE2E, AFailedTimeSliceResetIsKeptAndRetriedUntilItRuns) {
   auto unprepared = kubelet.unprepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}});
   ASSERT_TRUE(unprepared);
   EXPECT_EQ(unprepared->at("uid-ts"), "") << "the claim is gone; its reset is the checkpoint's now";
-  EXPECT_EQ(read_text(calls), set_long + reset);
-  EXPECT_NE(read_text(checkpoint).find("pendingTimeSliceResets"), std::string::npos) << read_text(checkpoint);
+  EXPECT_EQ(read_text(calls), set_long + set_default) << "the reset's first step failed";
+  EXPECT_NE(read_text(checkpoint).find("pendingGpuResets"), std::string::npos) << read_text(checkpoint);
   EXPECT_NE(plugin->stderr_text().find("a time-slice reset is still pending"), std::string::npos)
       << diagnostics(*plugin);
 
@@ -456,7 +473,7 @@ TEST_F(DraE2E, AFailedTimeSliceResetIsKeptAndRetriedUntilItRuns) {
   (void)plugin->wait_exit(10s);
   fs::remove(broken);
   plugin = start(options);
-  EXPECT_TRUE(eventually([&] { return read_text(checkpoint).find("pendingTimeSliceResets") == std::string::npos; },
+  EXPECT_TRUE(eventually([&] { return read_text(checkpoint).find("pendingGpuResets") == std::string::npos; },
                          20s))
       << read_text(checkpoint) << diagnostics(*plugin);
   EXPECT_TRUE(read_text(calls).ends_with(reset)) << read_text(calls);

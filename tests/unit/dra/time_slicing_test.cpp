@@ -71,14 +71,36 @@ struct Recorder {
   }
 };
 
+// Issue 29, item 7: an MPS claim's GPUs run EXCLUSIVE_PROCESS; its unprepare resets them unless
+// another claim still holds them so.
+TEST(TimeSlicing, AnMpsClaimsGpusRunExclusiveProcessAndAreResetAfterTheLastOne) {
+  auto a = claim("a", {});
+  a.exclusive_gpus = {kGpu0};
+  auto b = claim("b", {});
+  b.exclusive_gpus = {kGpu0};
+  EXPECT_TRUE(time_slices_to_reset({a, b}, a).empty());
+  EXPECT_EQ(time_slices_to_reset({a}, a), (std::vector<TimeSliceSetting>{{kGpu0, TimeSliceInterval::Default}}));
+  EXPECT_TRUE(sets_gpu(a, kGpu0));
+  EXPECT_FALSE(sets_gpu(a, kGpu1));
+  Recorder rec;
+  ClaimSharing sharing({"nvidia-smi", {}}, rec.runner(), ClaimMps({}));
+  auto c = claim("c", {});
+  c.exclusive_gpus = {kGpu1};
+  ASSERT_TRUE(sharing.apply({c}, c).ok());  // no MPS request here: the compute mode only
+  ASSERT_EQ(rec.runs.size(), 1u);
+  EXPECT_EQ(rec.runs[0], (std::vector<std::string>{"nvidia-smi", "-i", kGpu1, "-c", "EXCLUSIVE_PROCESS"}));
+}
+
 TEST(ClaimSharing, TimeSlicesAreSetOnPrepare) {
   Recorder rec;
   ClaimSharing sharing({"/drv/nvidia-smi", {{"LD_PRELOAD", "/drv/libnvidia-ml.so.1"}}}, rec.runner(), ClaimMps({}));
   const auto a = claim("a", {{kGpu0, TimeSliceInterval::Medium}});
   ASSERT_TRUE(sharing.apply({a}, a).ok());
   ASSERT_TRUE(sharing.undo(a).ok()) << "no MPS daemon to stop; the reset is the store's (pending)";
-  ASSERT_EQ(rec.runs.size(), 1u);
-  EXPECT_EQ(rec.runs[0], set_timeslice_argv("/drv/nvidia-smi", {kGpu0, TimeSliceInterval::Medium}));
+  ASSERT_EQ(rec.runs.size(), 2u);
+  EXPECT_EQ(rec.runs[0], set_compute_mode_argv("/drv/nvidia-smi", kGpu0, "DEFAULT")) << "as NVIDIA's driver";
+  EXPECT_EQ(rec.runs[0], (std::vector<std::string>{"/drv/nvidia-smi", "-i", kGpu0, "-c", "DEFAULT"}));
+  EXPECT_EQ(rec.runs[1], set_timeslice_argv("/drv/nvidia-smi", {kGpu0, TimeSliceInterval::Medium}));
   EXPECT_EQ(rec.env.at("LD_PRELOAD"), "/drv/libnvidia-ml.so.1");
 }
 
@@ -103,19 +125,20 @@ TEST(ClaimSharing, PendingResetsRunUntilTheySucceed) {
   rec.fail = true;
   auto failed = sharing.run_pending_resets(store);
   ASSERT_FALSE(failed.ok());
-  EXPECT_EQ(failed.error().message, "cannot set time-slice interval Default on " + kGpu0 + ": exited with status 6");
+  EXPECT_EQ(failed.error().message, "cannot set compute mode DEFAULT on " + kGpu0 + ": exited with status 6");
   EXPECT_EQ(rec.runs.size(), 2u) << "every pending reset is tried, not only up to the first failure";
   EXPECT_EQ(store.pending_resets().size(), 2u);
 
   rec.fail = false;
   ASSERT_TRUE(sharing.run_pending_resets(store).ok());
-  ASSERT_EQ(rec.runs.size(), 4u);
-  EXPECT_EQ(rec.runs[2], set_timeslice_argv("nvidia-smi", {kGpu0, TimeSliceInterval::Default}));
-  EXPECT_EQ(rec.runs[3], set_timeslice_argv("nvidia-smi", {kGpu1, TimeSliceInterval::Default}));
+  ASSERT_EQ(rec.runs.size(), 6u);
+  EXPECT_EQ(rec.runs[2], set_compute_mode_argv("nvidia-smi", kGpu0, "DEFAULT"));
+  EXPECT_EQ(rec.runs[3], set_timeslice_argv("nvidia-smi", {kGpu0, TimeSliceInterval::Default}));
+  EXPECT_EQ(rec.runs[5], set_timeslice_argv("nvidia-smi", {kGpu1, TimeSliceInterval::Default}));
   EXPECT_TRUE(store.pending_resets().empty());
   EXPECT_TRUE(ClaimStore(options, no_fetch).pending_resets().empty()) << "forgotten in the checkpoint";
   ASSERT_TRUE(sharing.run_pending_resets(store).ok());
-  EXPECT_EQ(rec.runs.size(), 4u) << "nothing pending: nothing run";
+  EXPECT_EQ(rec.runs.size(), 6u) << "nothing pending: nothing run";
   fs::remove_all(root);
 }
 
@@ -129,7 +152,7 @@ TEST(ClaimSharing, AFailedTimeSliceIsAnErrorThatSaysWhatAndStartsNoMpsDaemon) {
   a.mps = MpsClaimRequest{"a", {kGpu0}, 50, {}};
   auto failed = sharing.apply({a}, a);
   ASSERT_FALSE(failed.ok());
-  EXPECT_EQ(failed.error().message, "cannot set time-slice interval Long on " + kGpu0 + ": exited with status 6");
+  EXPECT_EQ(failed.error().message, "cannot set compute mode DEFAULT on " + kGpu0 + ": exited with status 6");
   EXPECT_FALSE(fs::exists(mps_claim_request_file(root.string(), "a")));  // no daemon asked for
   fs::remove_all(root);
 }
