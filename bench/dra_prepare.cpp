@@ -7,12 +7,16 @@
 //   and the checkpoint atomically (each with fsync of the file and its folder). The unprepare that
 //   makes the next iteration a first call again is not timed.
 // BM_DraPrepareRepeatCall: the kubelet asking again for a prepared claim (after its restart).
+// BM_DraUnprepareMany/T: 1,000 claims unprepared by T threads (see there).
 // The claim spec carries driver files like a real node's (60 libraries, 5 binaries, 2 firmware).
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "cdi/spec_writer.h"
 #include "dra/claim_store.h"
@@ -110,7 +114,54 @@ void BM_DraPrepareRepeatCall(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(s->prepare(ref));
 }
 
+// Issue 28, item 6: 1,000 prepared claims unprepared in one kubelet call, the claims run by
+// state.range(0) threads side by side (1: the old single worker; 8: kgpu's claim-call pool). Each
+// unprepare removes a spec and rewrites the checkpoint of the claims still prepared (fsync'd).
+// The claims are admin-access ones, so 1,000 of them fit on 8 GPUs.
+void BM_DraUnprepareMany(benchmark::State& state) {
+  constexpr int kClaims = 1000;
+  const int threads = static_cast<int>(state.range(0));
+  const auto n = node();
+  auto uid_of = [](int i) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "0b6f2c4e-2222-4000-8000-%012d", i);
+    return std::string(buf);
+  };
+  for (auto _ : state) {
+    state.PauseTiming();
+    Scratch dir;
+    dra::ClaimStore s(
+        dra::ClaimStoreOptions{"gpu.nvidia.com", (dir.path / "plugin/claims.json").string(), (dir.path / "cdi").string(), "boot"},
+        [&](const std::string&, const std::string& name) {
+          const int i = std::stoi(name.substr(1));
+          json result = {{"request", "gpus"}, {"driver", "gpu.nvidia.com"}, {"pool", "node-1"},
+                         {"device", n->pool.devices[static_cast<size_t>(i) % n->pool.devices.size()].name},
+                         {"adminAccess", true}};
+          return Result<std::string>(
+              json{{"apiVersion", "resource.k8s.io/v1"},
+                   {"kind", "ResourceClaim"},
+                   {"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", uid_of(i)}}},
+                   {"spec", {{"devices", {{"requests", json::array()}}}}},
+                   {"status", {{"allocation", {{"devices", {{"results", {result}}, {"config", json::array()}}}}}}}}
+                  .dump());
+        });
+    s.set_devices(n);
+    for (int i = 0; i < kClaims; ++i)
+      if (!s.prepare({uid_of(i), "team-a", "c" + std::to_string(i)})) state.SkipWithError("prepare failed");
+    state.ResumeTiming();
+    std::vector<std::thread> workers;
+    std::atomic<int> next{0};
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&] {
+        for (int i; (i = next++) < kClaims;)
+          if (!s.unprepare(uid_of(i))) state.SkipWithError("unprepare failed");
+      });
+    for (auto& w : workers) w.join();
+  }
+}
+
 BENCHMARK(BM_DraPrepareClaimPure)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DraUnprepareMany)->Arg(1)->Arg(8)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DraPrepareFirstCall)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DraPrepareRepeatCall)->Unit(benchmark::kMicrosecond);
 

@@ -331,16 +331,59 @@ std::string ClaimStore::spec_path(const std::string& file) const { return (fs::p
 
 Status ClaimStore::save_locked() const {
   if (frozen_) return Error::unavailable(frozen_reason_);
+  return write_checkpoint(snapshot_text_locked());
+}
+
+std::string ClaimStore::snapshot_text_locked() const {
   Checkpoint checkpoint{options_.boot_id, {}, {}};
-  for (const auto& [uid, c] : claims_) checkpoint.claims.push_back(c);
+  for (const auto& [uid, c] : claims_)
+    if (!removing_.contains(uid)) checkpoint.claims.push_back(c);
   for (const auto& [uuid, reset] : pending_resets_) checkpoint.pending_resets.push_back(reset);
+  return checkpoint_text(checkpoint);
+}
+
+Status ClaimStore::write_checkpoint(const std::string& text) const {
   std::error_code ec;
   const fs::path dir = fs::path(options_.checkpoint_path).parent_path();
   if (!dir.empty()) fs::create_directories(dir, ec);
   if (ec) return Error::unavailable("cannot create the DRA checkpoint folder " + dir.string() + ": " + ec.message());
-  if (auto st = write_file_atomically(options_.checkpoint_path, checkpoint_text(checkpoint), 0600); !st)
+  if (auto st = write_file_atomically(options_.checkpoint_path, text, 0600); !st)
     return Error::unavailable("cannot write the DRA checkpoint: " + st.error().message);
   return ok_status();
+}
+
+Status ClaimStore::flush(std::unique_lock<std::mutex>& lock) {
+  if (frozen_) return Error::unavailable(frozen_reason_);
+  return write_covering(lock, version_, [] {});
+}
+
+Status ClaimStore::commit(std::unique_lock<std::mutex>& lock, const std::function<void()>& undo) {
+  if (frozen_) {
+    undo();
+    return Error::unavailable(frozen_reason_);
+  }
+  return write_covering(lock, ++version_, undo);
+}
+
+Status ClaimStore::write_covering(std::unique_lock<std::mutex>& lock, uint64_t mine, const std::function<void()>& undo) {
+  lock.unlock();
+  std::lock_guard writer(save_mu_);
+  lock.lock();
+  if (saved_version_ >= mine) return ok_status();  // a write that began after the change covered it
+  const uint64_t covering = version_;
+  const std::string text = snapshot_text_locked();
+  lock.unlock();
+  Status written = write_checkpoint(text);
+  lock.lock();
+  if (written) {
+    saved_version_ = covering;
+    return ok_status();
+  }
+  // Still the only writer: the next one snapshots the record without this change. Callers whose
+  // changes this write also carried find saved_version_ short and write (or fail) themselves.
+  undo();
+  ++version_;
+  return written;
 }
 
 namespace {
@@ -411,24 +454,37 @@ std::optional<std::string> ClaimStore::pending_reset_conflict_locked(const Prepa
   return std::nullopt;
 }
 
+Result<PreparedClaim> ClaimStore::durable_locked(std::unique_lock<std::mutex>& lock, const ClaimRef& ref) {
+  if (auto st = flush(lock); !st) return Error::unavailable("cannot prepare " + describe(ref) + ": " + st.error().message);
+  auto it = claims_.find(ref.uid);
+  if (it == claims_.end() || removing_.contains(ref.uid))
+    return Error::unavailable("cannot prepare " + describe(ref) + ": another call changed its record meanwhile; retry");
+  return it->second;
+}
+
 Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   if (!is_safe_claim_uid(ref.uid)) return Error::invalid("claim UID " + quote_text(ref.uid) + " is not a Kubernetes UID");
   std::shared_ptr<const NodeDevices> devices;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    if (removing_.contains(ref.uid))
+      return Error::unavailable("cannot prepare " + describe(ref) + " while it is being unprepared; retry");
     if (auto it = claims_.find(ref.uid); it != claims_.end()) {
-      PreparedClaim& known = it->second;
       // Adopted from NVIDIA's driver without its namespace and name: the kubelet's are taken (best
       // effort to record: the answer does not depend on them).
-      if (known.ref.ns.empty() && known.ref.name.empty() && known.ref.uid == ref.uid) {
-        known.ref = ref;
-        (void)save_locked();
+      if (it->second.ref.ns.empty() && it->second.ref.name.empty() && it->second.ref.uid == ref.uid) {
+        it->second.ref = ref;
+        (void)commit(lock, [] {});
+        it = claims_.find(ref.uid);
+        if (it == claims_.end()) return Error::unavailable("claim " + ref.uid + " was unprepared meanwhile");
       }
+      const PreparedClaim& known = it->second;
       if (known.ref != ref)
         return Error::precondition("claim UID " + ref.uid + " was prepared as " + describe(known.ref) +
                                    ", now asked for as " + describe(ref));
-      // Idempotent: the same answer, nothing written, unless the spec file went missing.
-      if (regular_file_exists(spec_path(known.cdi_spec_file))) return known;
+      // Idempotent: the same answer, nothing written, unless the spec file went missing. Only
+      // once it is durable: a concurrent call's record may still be on its way to the checkpoint.
+      if (regular_file_exists(spec_path(known.cdi_spec_file))) return durable_locked(lock, ref);
     }
     devices = devices_;
   }
@@ -450,10 +506,12 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   PreparedClaim& result = prepared->claim;
   result.ref = ref;
 
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  if (removing_.contains(ref.uid))
+    return Error::unavailable("cannot prepare " + describe(ref) + " while it is being unprepared; retry");
   if (auto it = claims_.find(ref.uid); it != claims_.end() && it->second == result &&
                                         regular_file_exists(spec_path(result.cdi_spec_file)))
-    return it->second;  // a concurrent call prepared it meanwhile
+    return durable_locked(lock, ref);  // a concurrent call prepared it meanwhile
   if (auto conflict = conflict_locked(result))
     return Error::precondition("cannot prepare " + describe(ref) + ": " + *conflict);
   if (auto pending = pending_reset_conflict_locked(result))
@@ -480,8 +538,7 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
     if (auto node = pending_resets_.extract(s.gpu_uuid)) superseded.insert(std::move(node));
   for (const auto& uuid : result.exclusive_gpus)
     if (auto node = pending_resets_.extract(uuid)) superseded.insert(std::move(node));
-  if (auto st = save_locked(); st) recovered_.erase(ref.uid);
-  else {
+  auto undo = [&] {
     // Not recorded means not prepared: leave no spec behind that nothing would remove.
     pending_resets_.merge(superseded);
     if (previous) claims_[ref.uid] = *previous;
@@ -489,14 +546,16 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
       claims_.erase(ref.uid);
       (void)remove_file(path);
     }
+  };
+  if (auto st = commit(lock, undo); !st)
     return Error::unavailable("cannot prepare " + describe(ref) + ": " + st.error().message);
-  }
+  recovered_.erase(ref.uid);
   return result;
 }
 
 Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& uid) {
   if (!is_safe_claim_uid(uid)) return Error::invalid("claim UID " + quote_text(uid) + " is not a Kubernetes UID");
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   auto it = claims_.find(uid);
   // The spec first: until the checkpoint forgets the claim, a failure anywhere leaves it recorded,
   // so the kubelet's retry finds it again (and a repeated prepare writes the spec back).
@@ -509,22 +568,28 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
       return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
   recovered_.erase(uid);  // its spec is gone: its devices are free
   if (it == claims_.end()) return std::optional<PreparedClaim>();
-  std::optional<PreparedClaim> released = std::move(it->second);
-  claims_.erase(it);
+  if (removing_.contains(uid)) return Error::unavailable("claim " + uid + " is being unprepared by another call");
+  std::optional<PreparedClaim> released = it->second;
+  // Held (for the conflict check) until the write that forgets it succeeded.
+  removing_.insert(uid);
   // Recorded in the same write that forgets the claim: a kgpu killed before the caller runs the
   // resets finds them at its next start.
   std::vector<std::string> added;
   std::vector<PreparedClaim> remaining;
-  for (const auto& [other_uid, c] : claims_) remaining.push_back(c);
+  for (const auto& [other_uid, c] : claims_)
+    if (!removing_.contains(other_uid)) remaining.push_back(c);
   for (auto& reset : time_slices_to_reset(remaining, *released)) {
     std::string uuid = reset.gpu_uuid;
     if (pending_resets_.emplace(uuid, std::move(reset)).second) added.push_back(std::move(uuid));
   }
-  if (auto st = save_locked(); !st) {
+  auto undo = [&] {
     for (const auto& uuid : added) pending_resets_.erase(uuid);
-    claims_.emplace(uid, *released);
+    removing_.erase(uid);
+  };
+  if (auto st = commit(lock, undo); !st)
     return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
-  }
+  claims_.erase(uid);
+  removing_.erase(uid);
   return released;
 }
 
@@ -541,8 +606,8 @@ bool ClaimStore::is_reset_pending(const std::string& gpu_uuid) const {
 }
 
 void ClaimStore::reset_done(const std::string& gpu_uuid) {
-  std::lock_guard lock(mu_);
-  if (pending_resets_.erase(gpu_uuid) > 0) (void)save_locked();
+  std::unique_lock lock(mu_);
+  if (pending_resets_.erase(gpu_uuid) > 0) (void)commit(lock, [] {});
 }
 
 bool ClaimStore::is_prepared(const std::string& uid) const {

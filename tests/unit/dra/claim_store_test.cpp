@@ -543,6 +543,40 @@ TEST(DraClaimStore, ConcurrentKubeletCallsGetOneAnswerPerClaim) {
   EXPECT_EQ(restarted->prepared(), prepared);
 }
 
+// Issue 28, item 6: unprepares side by side share checkpoint writes (one write covers every change
+// made before it began), and what each caller was told is what the checkpoint holds.
+TEST(DraClaimStore, ConcurrentUnpreparesShareCheckpointWritesAndLoseNothing) {
+  Fixture f;
+  constexpr int kClaims = 48;
+  for (int n = 0; n < kClaims; ++n)
+    f.claims["team-a/claim-" + uid(n)] =
+        claim_json(uid(n), {{"gpus", gpu_name(f.devices->inventory, static_cast<size_t>(n % 8)), "gpu.nvidia.com",
+                             "node-1", true}})
+            .dump();
+  auto store = f.open();
+  for (int n = 0; n < kClaims; ++n) ASSERT_TRUE(store->prepare(ref(n)).ok()) << n;
+  // The first 40 are unprepared by 8 threads; meanwhile the last 8 are asked for again (the
+  // kubelet after a restart): those answers must be durable ones.
+  constexpr int kKept = 8;
+  std::vector<std::thread> threads;
+  std::atomic<int> next{0}, released{0}, answered{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int n; (n = next++) < kClaims - kKept;) {
+        if (store->prepare(ref(kClaims - kKept + (n + t) % kKept)).ok()) ++answered;
+        auto r = store->unprepare(uid(n));
+        if (r.ok() && *r) ++released;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(released.load(), kClaims - kKept);
+  EXPECT_EQ(answered.load(), kClaims - kKept);
+  const auto kept = store->prepared();
+  ASSERT_EQ(kept.size(), static_cast<size_t>(kKept));
+  EXPECT_EQ(f.open()->prepared(), kept) << "the checkpoint holds exactly what the callers were told";
+  for (int n = 0; n < kClaims; ++n) EXPECT_EQ(fs::exists(f.spec(n)), n >= kClaims - kKept) << n;
+}
+
 TEST(DraClaimStore, NoDevicesYetIsUnavailable) {
   Fixture f;
   f.serve(1, {1});
