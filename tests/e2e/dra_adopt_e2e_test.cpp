@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "e2e/sim_fixture.h"
+#include "e2e/dra_fixture.h"
 #include "sim/dra_kubelet_sim.h"
 #include "support/eventually.h"
 #include "support/fake_api_server.h"
@@ -23,34 +23,11 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 const std::string kGpu = "nvidia.com/gpu";
-const std::string kDriver = "gpu.nvidia.com";
+const std::string& kDriver = kDraGpuDriver;
 const std::string kAdopted = "5a1e0b7c-0000-4000-8000-00000000ad0b";
 
-class DraAdoptE2E : public SimE2E {
+class DraAdoptE2E : public DraSimE2E {
  protected:
-  PluginOptions dra_options(const FakeApiServer& api, const std::string& gpus) {
-    PluginOptions options;
-    options.env = {{"NODE_NAME", "node-1"}, {"KGPU_KUBE_API", api.url()}};
-    options.extra_args = {"--dra", "--dra-gpus", gpus, "--cdi-spec-dir", cdi_dir};
-    return options;
-  }
-  // Device name -> the GPU UUID it publishes.
-  static std::map<std::string, std::string> published_uuids(const FakeApiServer& api) {
-    std::map<std::string, std::string> out;
-    for (const auto& [name, slice] : api.slices())
-      if (slice["spec"].value("driver", "") == kDriver)
-        for (const auto& d : slice["spec"].value("devices", nlohmann::json::array()))
-          out[d.value("name", "")] = d["attributes"]["uuid"].value("string", "");
-    return out;
-  }
-  static nlohmann::json claim(const std::string& uid, const std::string& name, const std::string& device) {
-    nlohmann::json result = {{"request", "gpu"}, {"driver", kDriver}, {"pool", "node-1"}, {"device", device}};
-    return {{"apiVersion", "resource.k8s.io/v1"},
-            {"kind", "ResourceClaim"},
-            {"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", uid}}},
-            {"spec", {{"devices", {{"requests", nlohmann::json::array()}}}}},
-            {"status", {{"allocation", {{"devices", {{"results", {result}}, {"config", nlohmann::json::array()}}}}}}}};
-  }
   // NVIDIA's checkpoint as its v25.12 driver writes it: the claim completed (v2 without name and
   // namespace, as that driver leaves completed entries) and its v1 copy.
   void write_nvidia_claim(const std::string& device, const std::string& uuid) {
@@ -61,7 +38,7 @@ class DraAdoptE2E : public SimE2E {
     const nlohmann::json devices = {
         {{"devices", {{{"gpu", {{"info", {{"uuid", uuid}}}, {"device", kubelet_device}}}, {"mig", nullptr}}}},
          {"configState", {{"mpsControlDaemonID", ""}}}}};
-    const nlohmann::json status = claim(kAdopted, "nvidia-era", device)["status"];
+    const nlohmann::json status = claim(kAdopted, device, "nvidia-era")["status"];
     const nlohmann::json file = {
         {"checksum", 3141592653u},
         {"v1", {{"preparedClaims", {{kAdopted, {{"status", status}, {"preparedDevices", devices}}}}}}},
@@ -80,8 +57,6 @@ class DraAdoptE2E : public SimE2E {
   std::string plugin_folder() const { return work.path() + "/plugins/" + kDriver; }
   std::string nvidia_checkpoint() const { return plugin_folder() + "/checkpoint.json"; }
   std::string nvidia_spec() const { return cdi_dir + "/k8s.gpu.nvidia.com-claim_" + kAdopted + ".yaml"; }
-
-  std::string cdi_dir = work.file("cdi");
 };
 
 TEST_F(DraAdoptE2E, ClaimsNvidiasDriverPreparedAreHeldAnsweredAndUnprepared) {
@@ -108,7 +83,7 @@ TEST_F(DraAdoptE2E, ClaimsNvidiasDriverPreparedAreHeldAnsweredAndUnprepared) {
   EXPECT_EQ(renamed, 1u);
 
   // A new claim on that GPU is refused (retried as the kubelet does, until kgpu knows its devices).
-  api.put_resource_claim(claim("uid-new", "new", device));
+  api.put_resource_claim(claim("uid-new", device, "new"));
   std::string last_error;
   auto refused_as_held = [&] {
     auto answer = kubelet.prepare(kDriver, {{"team-a", "new", "uid-new"}});

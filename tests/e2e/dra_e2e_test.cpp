@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "e2e/sim_fixture.h"
+#include "e2e/dra_fixture.h"
 #include "fake-nvml/fake_nvml_control.h"
 #include "mps/readiness.h"
 #include "sim/dra_kubelet_sim.h"
@@ -27,24 +27,10 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 const std::string kGpu = "nvidia.com/gpu";
-const std::string kDriver = "gpu.nvidia.com";
+const std::string& kDriver = kDraGpuDriver;
 
-class DraE2E : public SimE2E {
+class DraE2E : public DraSimE2E {
  protected:
-  PluginOptions dra_options(const FakeApiServer& api, const std::string& gpus) {
-    PluginOptions options;
-    options.env = {{"NODE_NAME", "node-1"}, {"KGPU_KUBE_API", api.url()}};
-    options.extra_args = {"--dra", "--dra-gpus", gpus, "--cdi-spec-dir", cdi_dir};
-    return options;
-  }
-  // Device names of the published slices (all slices of our driver).
-  static std::set<std::string> published(const FakeApiServer& api) {
-    std::set<std::string> names;
-    for (const auto& [name, slice] : api.slices())
-      if (slice["spec"].value("driver", "") == kDriver)
-        for (const auto& d : slice["spec"].value("devices", nlohmann::json::array())) names.insert(d.value("name", ""));
-    return names;
-  }
   // DRA for a sysfs-only node (no NVML) and the vendors given.
   PluginOptions sysfs_dra_options(const FakeApiServer& api, const std::string& fixture, const std::string& vendors) {
     PluginOptions options;
@@ -72,23 +58,6 @@ class DraE2E : public SimE2E {
     }
     return text;
   }
-  // Device name -> the GPU UUID it publishes.
-  static std::map<std::string, std::string> published_uuids(const FakeApiServer& api) {
-    std::map<std::string, std::string> out;
-    for (const auto& [name, slice] : api.slices())
-      if (slice["spec"].value("driver", "") == kDriver)
-        for (const auto& d : slice["spec"].value("devices", nlohmann::json::array()))
-          out[d.value("name", "")] = d["attributes"]["uuid"].value("string", "");
-    return out;
-  }
-  static nlohmann::json claim(const std::string& uid, const std::string& device) {
-    nlohmann::json result = {{"request", "gpu"}, {"driver", kDriver}, {"pool", "node-1"}, {"device", device}};
-    return {{"apiVersion", "resource.k8s.io/v1"},
-            {"kind", "ResourceClaim"},
-            {"metadata", {{"name", "train"}, {"namespace", "team-a"}, {"uid", uid}}},
-            {"spec", {{"devices", {{"requests", nlohmann::json::array()}}}}},
-            {"status", {{"allocation", {{"devices", {{"results", {result}}, {"config", nlohmann::json::array()}}}}}}}};
-  }
   // A claim named after its UID whose opaque GpuConfig asks for `sharing`.
   static nlohmann::json claim_with_sharing(const std::string& uid, const std::string& device, nlohmann::json sharing) {
     auto c = claim(uid, device);
@@ -99,11 +68,6 @@ class DraE2E : public SimE2E {
         {{"source", "FromClaim"}, {"requests", {"gpu"}}, {"opaque", {{"driver", kDriver}, {"parameters", parameters}}}}};
     return c;
   }
-  std::string read_text(const std::string& path) const {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  std::string cdi_dir = work.file("cdi");
 };
 
 TEST_F(DraE2E, RegistersPublishesPreparesAndSurvivesARestartBetweenPrepareAndUnprepare) {
