@@ -2,9 +2,10 @@
 // (issue 28, item 2). The input picks a nesting depth (up to 300,000), the brackets to nest with and
 // the inner value; the nest is planted where a hostile answer or file would put it — a ResourceSlice
 // of another node in a list and in a watch event, a Node, a claim's opaque parameters, the
-// checkpoint, an MPS claim request — and also fed raw. Every parser must answer with an Error for a
-// document deeper than the limit (never crash: before the limit, nlohmann's recursive copies
-// overflowed the stack), and whatever parses is never deeper than the limit.
+// checkpoint, NVIDIA's DRA checkpoint, an MPS claim request — and also fed raw. Every parser must
+// answer with an Error for a document deeper than the limit (never crash: before the limit,
+// nlohmann's recursive copies overflowed the stack), and whatever parses is never deeper than the
+// limit.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include "core/json_depth.h"
 #include "dra/claim.h"
 #include "dra/claim_checkpoint.h"
+#include "dra/nvidia_checkpoint.h"
 #include "kube/node_object.h"
 #include "kube/resource_slice_list.h"
 #include "mps/claim_request.h"
@@ -38,6 +40,7 @@ void feed(const std::string& text) {
   expect_bounded(kgpu::kube::parse_watch_event(text).ok(), text);
   expect_bounded(kgpu::dra::parse_resource_claim(text).ok(), text);
   expect_bounded(kgpu::dra::parse_checkpoint(text).ok(), text);
+  expect_bounded(kgpu::dra::parse_nvidia_checkpoint(text, "gpu.nvidia.com").ok(), text);
   expect_bounded(kgpu::parse_mps_claim_request(text).ok(), text);
 }
 
@@ -51,6 +54,7 @@ const char* const kTemplates[] = {
     R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c","namespace":"ns","uid":"u"},"status":{"allocation":{"devices":{"results":[{"request":"a","driver":"gpu.nvidia.com","pool":"node-1","device":"gpu-1"}],"config":[{"source":"FromClaim","requests":["a"],"opaque":{"driver":"gpu.nvidia.com","parameters":{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","x":@}}}]}}}})",
     R"({"kind":"KgpuPreparedClaims","version":1,"bootID":"b","checksum":"fnv1a64:0","claims":@})",
     R"({"claimUID":"u","visibleDevices":@})",
+    R"({"checksum":1,"v2":{"checksum":2,"preparedClaims":{"u":{"checkpointState":"PrepareCompleted","preparedDevices":@}}}})",
 };
 
 }  // namespace
