@@ -11,7 +11,6 @@
 // kgpu.dra.gpus says (dra/api_share.h), as the plugin logs it.
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -24,6 +23,7 @@
 #include "core/safe_file.h"
 #include "dra/api_share.h"
 #include "dra/claim_checkpoint.h"
+#include "dra/claim_store.h"
 #include "config/loader.h"
 #include "plan/plan.h"
 #include "podresources/client.h"
@@ -103,9 +103,8 @@ Causes live_causes(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
 // files cannot be read: said as a problem).
 std::vector<kgpu::dra::PreparedClaim> checkpointed_claims(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
   std::vector<kgpu::dra::PreparedClaim> out;
-  const auto root = std::filesystem::path(config.kubelet_socket).parent_path().parent_path();
   for (const auto& driver : kgpu::dra::served_drivers(config.dra)) {
-    const std::string path = (root / "plugins" / driver / "kgpu-claims.json").string();
+    const std::string path = kgpu::dra::claim_checkpoint_path(config.kubelet_socket, driver);
     auto text = kgpu::read_regular_file(path, kgpu::dra::kMaxCheckpointBytes, kgpu::FollowLinks::No);
     if (!text) {
       if (text.error().code != kgpu::Error::Code::NotFound)

@@ -198,7 +198,7 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
   for (const auto& driver : dra::served_drivers(args)) {
     dra::ClaimStoreOptions store_options;
     store_options.driver = driver;
-    store_options.checkpoint_path = impl->kubelet_root + "/plugins/" + driver + "/kgpu-claims.json";
+    store_options.checkpoint_path = dra::claim_checkpoint_path(config.kubelet_socket, driver);
     store_options.cdi_dir = config.cdi_spec_dir;
     store_options.boot_id = boot_id;
     ServedDriver served{driver, nullptr, nullptr};

@@ -92,6 +92,11 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
+std::string claim_checkpoint_path(const std::string& kubelet_socket, const std::string& driver) {
+  const fs::path kubelet_root = fs::path(kubelet_socket).parent_path().parent_path();
+  return (kubelet_root / "plugins" / driver / "kgpu-claims.json").string();
+}
+
 std::string read_boot_id(const std::string& proc_root) {
   auto text = read_regular_file((fs::path(proc_root) / "sys/kernel/random/boot_id").string(), kAttributeFileLimit);
   if (!text) return "";

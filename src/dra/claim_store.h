@@ -60,6 +60,12 @@ struct ClaimStoreOptions {
   std::string boot_id;
 };
 
+// Where the kubelet whose registration socket is `kubelet_socket`
+// (/var/lib/kubelet/device-plugins/kubelet.sock) keeps `driver`'s plugin folder, and kgpu's
+// checkpoint in it: /var/lib/kubelet/plugins/<driver>/kgpu-claims.json. The daemon and
+// `kgpu devices --live` read the same file.
+std::string claim_checkpoint_path(const std::string& kubelet_socket, const std::string& driver);
+
 // The Linux boot ID (<proc_root>/sys/kernel/random/boot_id, trimmed) for ClaimStoreOptions::boot_id;
 // empty when it cannot be read (the checkpoint is then kept whatever boot wrote it).
 std::string read_boot_id(const std::string& proc_root);
