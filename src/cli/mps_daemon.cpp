@@ -19,7 +19,10 @@
 #include "cli/command.h"
 #include "cli/mps_config_source.h"
 #include "config/loader.h"
+#include "core/safe_file.h"
+#include "dra/prepare_sharing.h"
 #include "mps/claim_request_folder.h"
+#include "mps/claim_shm.h"
 #include "mps/supervisor.h"
 
 namespace {
@@ -28,11 +31,27 @@ struct MpsDaemonArgs {
   kgpu::ConfigFlags flags;
   std::string control_binary = "nvidia-cuda-mps-control";
   int backoff_ms = 1000;
+  std::string claim_shm_size;  // a quantity; empty: half of the node's memory, as NVIDIA's DRA driver
 };
+
+// The size of each DRA claim's shared-memory tmpfs: the flag, or half of the node's memory.
+kgpu::Result<uint64_t> claim_shm_bytes(const MpsDaemonArgs& args) {
+  if (args.claim_shm_size.empty()) {
+    auto meminfo = kgpu::read_regular_file("/proc/meminfo", 64 << 10, kgpu::FollowLinks::Yes);
+    if (!meminfo) spdlog::warn("mps-daemon: {}; DRA MPS claims get the fallback /dev/shm size", meminfo.error().message);
+    return kgpu::default_claim_shm_bytes(meminfo ? *meminfo : "");
+  }
+  auto bytes = kgpu::dra::parse_quantity_bytes(args.claim_shm_size);
+  if (!bytes) return kgpu::Error::invalid("--claim-shm-size " + args.claim_shm_size + ": " + bytes.error().message);
+  if (*bytes < kgpu::kClaimShmMinBytes)
+    return kgpu::Error::invalid("--claim-shm-size " + args.claim_shm_size + " is below 1Mi");
+  return *bytes;
+}
 
 // One supervisor run (until a signal): the config's MPS resources, followed as the config changes,
 // and the DRA claims' request folder under mpsRoot.
-void supervise(const MpsDaemonArgs& args, const kgpu::MpsSupervisorOptions& options, int sfd, int cfd) {
+void supervise(const MpsDaemonArgs& args, uint64_t shm_bytes, const kgpu::MpsSupervisorOptions& options, int sfd,
+               int cfd) {
   auto config = kgpu::cli::MpsConfigSource::create(args.flags);
   if (!config) {
     // A bad config must not crash-loop the pod: report it and wait for a signal (SIGHUP after the
@@ -47,7 +66,7 @@ void supervise(const MpsDaemonArgs& args, const kgpu::MpsSupervisorOptions& opti
   const std::string mps_root = (*config)->config().mps_root;
   std::optional<kgpu::MpsClaimRequestFolder> requests;
   if (!mps_root.empty()) {
-    auto folder = kgpu::MpsClaimRequestFolder::open(mps_root);
+    auto folder = kgpu::MpsClaimRequestFolder::open(mps_root, shm_bytes);
     if (folder) requests.emplace(std::move(*folder));
     else spdlog::error("mps-daemon: DRA claims cannot get MPS daemons: {}", folder.error().message);
   }
@@ -58,6 +77,12 @@ void supervise(const MpsDaemonArgs& args, const kgpu::MpsSupervisorOptions& opti
 }
 
 int run(const MpsDaemonArgs& args) {
+  auto shm_bytes = claim_shm_bytes(args);
+  if (!shm_bytes) {
+    spdlog::error("mps-daemon: {}", shm_bytes.error().message);
+    return 2;
+  }
+  spdlog::info("mps-daemon: each DRA MPS claim gets its own /dev/shm, a tmpfs of {} MiB", *shm_bytes >> 20);
   sigset_t signals, child;
   sigemptyset(&signals);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
@@ -78,7 +103,7 @@ int run(const MpsDaemonArgs& args) {
   options.control_binary = args.control_binary;
   options.initial_backoff = std::chrono::milliseconds(args.backoff_ms);
   for (;;) {
-    supervise(args, options, sfd, cfd);
+    supervise(args, *shm_bytes, options, sfd, cfd);
     signalfd_siginfo info{};
     if (::read(sfd, &info, sizeof info) != sizeof info || info.ssi_signo != SIGHUP) break;
     spdlog::info("mps-daemon: SIGHUP, reloading");
@@ -94,6 +119,10 @@ void setup_mps_daemon(CLI::App& root) {
   kgpu::add_config_flags(*cmd, args->flags, kgpu::FlagScope::MpsDaemon);
   cmd->add_option("--mps-control-binary", args->control_binary, "The nvidia-cuda-mps-control executable")
       ->envname("KGPU_MPS_CONTROL_BINARY");
+  cmd->add_option("--claim-shm-size", args->claim_shm_size,
+                  "Size of each DRA MPS claim's own /dev/shm tmpfs, a Kubernetes quantity such as 1Gi (default: half "
+                  "of the node's memory, as NVIDIA's DRA driver)")
+      ->envname("KGPU_MPS_CLAIM_SHM_SIZE");
   cmd->add_option("--restart-backoff-ms", args->backoff_ms, "First restart delay after a daemon dies (doubles, max 30 s)")
       ->check(CLI::Range(10, 60000));
   cmd->callback([args] { kgpu::cli::set_exit_code(run(*args)); });

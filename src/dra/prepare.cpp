@@ -308,12 +308,13 @@ class Preparer {
         client_limits.push_back(std::to_string(ordinal) + "=" + std::to_string(mib) + "M");
       }
     }
-    // The client side, as kgpu's device-plugin MPS path sets it: the pipe, shared memory, limits.
+    // The client side: the pipe, the claim's own shared memory (the tmpfs its daemon sees at
+    // /dev/shm; no other tenant's containers get it), the limits.
     const std::string resource = mps_claim_resource(claim_.ref.uid);
     const std::string pipe = mps_container_pipe_dir(resource);
     mps_edits_.envs["CUDA_MPS_PIPE_DIRECTORY"] = pipe;
     mps_edits_.mounts.push_back({pipe, mps_pipe_dir(in_.config.mps_root, resource), false});
-    mps_edits_.mounts.push_back({"/dev/shm", mps_shm_dir(in_.config.mps_root), false});
+    mps_edits_.mounts.push_back({"/dev/shm", mps_claim_shm_dir(in_.config.mps_root, claim_.ref.uid), false});
     // The daemon's default already binds every client; a client's own setting can only lower it.
     // NVIDIA's driver sets none; 0 (which its daemon gets as is) is left to the daemon alone.
     if (limits.percentage && *limits.percentage > 0)

@@ -138,6 +138,10 @@ std::string mps_claim_failure_note(const std::string& mps_root, const std::strin
   return mps_resource_dir(mps_root, mps_claim_resource(claim_uid)) + "/.failed";
 }
 
+std::string mps_claim_shm_dir(const std::string& mps_root, const std::string& claim_uid) {
+  return mps_resource_dir(mps_root, mps_claim_resource(claim_uid)) + "/shm";
+}
+
 std::optional<std::string> claim_uid_of_request_file(std::string_view file_name) {
   if (!file_name.ends_with(kRequestSuffix)) return std::nullopt;
   file_name.remove_suffix(kRequestSuffix.size());
@@ -170,7 +174,8 @@ Result<MpsClaimRequest> parse_mps_claim_request(std::string_view text) {
   return parse_document(doc);
 }
 
-MpsDaemonSpec mps_claim_daemon_spec(const std::string& mps_root, const MpsClaimRequest& request) {
+MpsDaemonSpec mps_claim_daemon_spec(const std::string& mps_root, const MpsClaimRequest& request,
+                                    uint64_t shm_bytes) {
   const std::string resource = mps_claim_resource(request.claim_uid);
   MpsDaemonSpec spec;
   spec.resource = resource;
@@ -179,6 +184,8 @@ MpsDaemonSpec mps_claim_daemon_spec(const std::string& mps_root, const MpsClaimR
   spec.ready_marker = mps_ready_marker(mps_root, resource);
   spec.failure_note = mps_claim_failure_note(mps_root, request.claim_uid);
   spec.visible_devices = join_commas(request.visible_devices);
+  spec.shm_dir = mps_claim_shm_dir(mps_root, request.claim_uid);
+  spec.shm_bytes = shm_bytes;
   for (const auto& [ordinal, mib] : request.pinned_mib)
     spec.commands.push_back("set_default_device_pinned_mem_limit " + std::to_string(ordinal) + " " +
                             std::to_string(mib) + "M");

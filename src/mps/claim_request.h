@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "mps/claim_shm.h"
 #include "mps/daemon_spec.h"
 
 namespace kgpu {
@@ -48,6 +49,8 @@ std::string mps_claim_requests_dir(const std::string& mps_root);  // <mpsRoot>/d
 std::string mps_claim_request_file(const std::string& mps_root, const std::string& claim_uid);
 std::string mps_claim_resource(const std::string& claim_uid);  // "dra/<uid>": its folder under mpsRoot
 std::string mps_claim_failure_note(const std::string& mps_root, const std::string& claim_uid);
+// The claim's own shared memory, <mpsRoot>/dra/<uid>/shm: its containers' /dev/shm (mps/claim_shm.h).
+std::string mps_claim_shm_dir(const std::string& mps_root, const std::string& claim_uid);
 // The claim UID a request file name stands for ("<uid>.json"); nullopt for any other name.
 std::optional<std::string> claim_uid_of_request_file(std::string_view file_name);
 
@@ -62,8 +65,9 @@ std::string render_mps_claim_request(const MpsClaimRequest& request);
 Result<MpsClaimRequest> parse_mps_claim_request(std::string_view text);
 
 // The daemon the supervisor runs for `request`: folders and markers under <mpsRoot>/dra/<uid>/,
-// CUDA_VISIBLE_DEVICES, and the control commands (pinned memory per ordinal, then the thread
-// percentage).
-MpsDaemonSpec mps_claim_daemon_spec(const std::string& mps_root, const MpsClaimRequest& request);
+// its own shared memory of `shm_bytes` there, CUDA_VISIBLE_DEVICES, and the control commands
+// (pinned memory per ordinal, then the thread percentage).
+MpsDaemonSpec mps_claim_daemon_spec(const std::string& mps_root, const MpsClaimRequest& request,
+                                    uint64_t shm_bytes = kClaimShmFallbackBytes);
 
 }  // namespace kgpu

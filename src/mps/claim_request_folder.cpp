@@ -46,10 +46,10 @@ void write_failure_note(const std::string& path, const std::string& message) {
     spdlog::warn("mps-daemon: cannot write failure note {}: {}", path, st.error().message);
 }
 
-MpsClaimRequestFolder::MpsClaimRequestFolder(std::string mps_root, UniqueFd inotify)
-    : mps_root_(std::move(mps_root)), inotify_(std::move(inotify)) {}
+MpsClaimRequestFolder::MpsClaimRequestFolder(std::string mps_root, uint64_t shm_bytes, UniqueFd inotify)
+    : mps_root_(std::move(mps_root)), shm_bytes_(shm_bytes), inotify_(std::move(inotify)) {}
 
-Result<MpsClaimRequestFolder> MpsClaimRequestFolder::open(const std::string& mps_root) {
+Result<MpsClaimRequestFolder> MpsClaimRequestFolder::open(const std::string& mps_root, uint64_t shm_bytes) {
   const std::string dir = mps_claim_requests_dir(mps_root);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -59,7 +59,7 @@ Result<MpsClaimRequestFolder> MpsClaimRequestFolder::open(const std::string& mps
   if (::inotify_add_watch(fd.get(), dir.c_str(),
                           IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR | IN_DONT_FOLLOW) < 0)
     return Error::unavailable("cannot watch " + dir + ": " + std::strerror(errno));
-  return MpsClaimRequestFolder(mps_root, std::move(fd));
+  return MpsClaimRequestFolder(mps_root, shm_bytes, std::move(fd));
 }
 
 std::optional<std::vector<MpsDaemonSpec>> MpsClaimRequestFolder::wanted() {
@@ -97,7 +97,7 @@ std::vector<MpsDaemonSpec> MpsClaimRequestFolder::read() const {
       write_failure_note(mps_claim_failure_note(mps_root_, *uid), why);
       continue;
     }
-    specs.push_back(mps_claim_daemon_spec(mps_root_, *request));
+    specs.push_back(mps_claim_daemon_spec(mps_root_, *request, shm_bytes_));
   }
   return specs;
 }

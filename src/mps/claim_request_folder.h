@@ -9,6 +9,7 @@
 
 #include "core/result.h"
 #include "core/unique_fd.h"
+#include "mps/claim_shm.h"
 #include "mps/daemon_source.h"
 #include "mps/daemon_spec.h"
 
@@ -16,8 +17,9 @@ namespace kgpu {
 
 class MpsClaimRequestFolder : public MpsDaemonSource {
  public:
-  // Creates the folder when missing and watches it. Error: it cannot be created or watched.
-  static Result<MpsClaimRequestFolder> open(const std::string& mps_root);
+  // Creates the folder when missing and watches it; each claim's daemon gets a shared-memory tmpfs
+  // of `shm_bytes`. Error: the folder cannot be created or watched.
+  static Result<MpsClaimRequestFolder> open(const std::string& mps_root, uint64_t shm_bytes = kClaimShmFallbackBytes);
 
   std::string name() const override { return "DRA claims"; }
   int fd() const override { return inotify_.get(); }  // readable after a change
@@ -28,8 +30,9 @@ class MpsClaimRequestFolder : public MpsDaemonSource {
   std::vector<MpsDaemonSpec> read() const;
 
  private:
-  MpsClaimRequestFolder(std::string mps_root, UniqueFd inotify);
+  MpsClaimRequestFolder(std::string mps_root, uint64_t shm_bytes, UniqueFd inotify);
   std::string mps_root_;
+  uint64_t shm_bytes_;
   UniqueFd inotify_;
 };
 

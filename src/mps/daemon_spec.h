@@ -1,6 +1,7 @@
 #pragma once
 // What `kgpu mps-daemon` runs, derived purely from the plan: one MPS control daemon per MPS-shared
 // resource, with its directories and the control-pipe commands that set its default limits.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,11 @@ struct MpsDaemonSpec {
   // Where a failed start is described for whoever waits on the marker (DRA claims' daemons); empty:
   // only the log says it.
   std::string failure_note;
+  // A DRA claim's own shared memory (mps/claim_shm.h): a tmpfs of shm_bytes mounted at shm_dir,
+  // which the daemon and its MPS server see at /dev/shm. Empty: the daemon shares the supervisor's
+  // /dev/shm (the device-plugin resources' daemons, whose clients all mount <mpsRoot>/shm).
+  std::string shm_dir;
+  uint64_t shm_bytes = 0;
   bool operator==(const MpsDaemonSpec&) const = default;
 };
 

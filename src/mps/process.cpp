@@ -4,7 +4,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,7 +19,9 @@
 #include <cstdint>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 extern char** environ;
 
@@ -82,6 +87,89 @@ void write_ignoring_sigpipe(int fd, const std::string& text) {
     }
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// The signals a child gets back at their default disposition (the caller may block or catch them).
+constexpr int kDefaultedSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD};
+
+// argv[0] as posix_spawnp finds it: as given when it has a '/', else the first executable file of
+// that name in PATH. Resolved before a fork, where the child may only make system calls.
+Result<std::string> resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (;;) {
+    const size_t colon = dirs.find(':');
+    std::string dir(dirs.substr(0, colon));
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  return Error::unavailable("cannot run " + name + ": not found in PATH");
+}
+
+// The steps between fork and exec of a child with its own /dev/shm, named for the error.
+enum class ShmStep : int { Unshare = 1, SlaveRoot, BindShm, Exec };
+
+std::string shm_step_text(ShmStep step, const std::string& dev_shm) {
+  switch (step) {
+    case ShmStep::Unshare: return "unshare(CLONE_NEWNS)";
+    case ShmStep::SlaveRoot: return "making / a slave mount in its namespace";
+    case ShmStep::BindShm: return "bind-mounting " + dev_shm + " at /dev/shm";
+    case ShmStep::Exec: return "exec";
+  }
+  return "an unknown step";
+}
+
+// fork + exec of `program` in a mount namespace of its own with `dev_shm` at /dev/shm; posix_spawn
+// cannot unshare. Between fork and exec the child makes system calls only (async-signal-safe: the
+// parent may have other threads), and a failed step comes back through a close-on-exec pipe, so
+// the caller gets the reason instead of a bare exit status.
+Result<pid_t> fork_with_private_shm(const std::string& program, char* const* argp, char* const* envp, int stdin_fd,
+                                    const std::string& dev_shm) {
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return Error::internal(errno_text("pipe2"));
+  struct sigaction defaults {};
+  defaults.sa_handler = SIG_DFL;
+  sigset_t empty;
+  sigemptyset(&empty);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    for (int sig : kDefaultedSignals) ::sigaction(sig, &defaults, nullptr);
+    ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+    ShmStep step = ShmStep::Unshare;
+    bool ok = ::dup2(stdin_fd, STDIN_FILENO) >= 0 && ::unshare(CLONE_NEWNS) == 0;
+    // Slave, not private: mounts the host adds later (another claim's tmpfs) still show, while
+    // the bind below stays in this namespace.
+    if (ok) step = ShmStep::SlaveRoot, ok = ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0;
+    if (ok) step = ShmStep::BindShm, ok = ::mount(dev_shm.c_str(), "/dev/shm", nullptr, MS_BIND, nullptr) == 0;
+    if (ok) step = ShmStep::Exec, ::execve(program.c_str(), argp, envp);
+    const int failure[2] = {static_cast<int>(step), errno};
+    (void)!::write(report[1], failure, sizeof failure);
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  ::close(report[1]);
+  if (pid < 0) {
+    ::close(report[0]);
+    return Error::unavailable("cannot run " + program + ": fork: " + std::strerror(fork_errno));
+  }
+  int failure[2] = {0, 0};
+  ssize_t got;
+  while ((got = ::read(report[0], failure, sizeof failure)) < 0 && errno == EINTR) {
+  }
+  ::close(report[0]);
+  if (got <= 0) return pid;  // the pipe closed at exec: the program runs
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return Error::unavailable("cannot run " + program + " with its own /dev/shm (" + dev_shm + "): " +
+                            shm_step_text(static_cast<ShmStep>(failure[0]), dev_shm) + " failed: " +
+                            std::strerror(failure[1]) +
+                            (failure[1] == EPERM ? " (kgpu mps-daemon needs CAP_SYS_ADMIN: run it privileged)" : ""));
 }
 
 }  // namespace
@@ -176,45 +264,62 @@ int reap_exited_children() {
   }
 }
 
-Result<Child> spawn_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                            const std::string& stdin_text) {
-  if (argv.empty()) return Error::invalid("spawn_program: empty command");
-  int in[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) return Error::internal(errno_text("pipe2"));
+namespace {
+
+// posix_spawn(p) with an empty signal mask and default dispositions: the caller may block SIGTERM
+// etc. for its signalfd, and a daemon inheriting that mask could not be stopped by `quit`.
+Result<pid_t> spawn_plainly(const std::string& program, char* const* argp, char* const* envp, int stdin_fd) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-  std::vector<std::string> args = argv;
-  std::vector<std::string> envs = merged_environment(env);
-  auto argp = pointers(args);
-  auto envp = pointers(envs);
-  // Children start with no blocked signals and default dispositions: the caller may block SIGTERM
-  // etc. for its signalfd, and a daemon inheriting that mask could not be stopped by `quit`.
+  posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t empty, defaults;
   sigemptyset(&empty);
   sigemptyset(&defaults);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD}) sigaddset(&defaults, sig);
+  for (int sig : kDefaultedSignals) sigaddset(&defaults, sig);
   posix_spawnattr_setsigmask(&attr, &empty);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  const int rc = argv[0].find('/') == std::string::npos
-                     ? ::posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, argp.data(), envp.data())
-                     : ::posix_spawn(&pid, argv[0].c_str(), &actions, &attr, argp.data(), envp.data());
+  const int rc = program.find('/') == std::string::npos
+                     ? ::posix_spawnp(&pid, program.c_str(), &actions, &attr, argp, envp)
+                     : ::posix_spawn(&pid, program.c_str(), &actions, &attr, argp, envp);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return Error::unavailable("cannot run " + program + ": " + std::strerror(rc));
+  return pid;
+}
+
+}  // namespace
+
+Result<Child> spawn_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                            const std::string& stdin_text, const std::string& private_dev_shm) {
+  if (argv.empty()) return Error::invalid("spawn_program: empty command");
+  std::string program = argv[0];
+  if (!private_dev_shm.empty()) {
+    auto resolved = resolve_program(argv[0]);
+    if (!resolved) return resolved.error();
+    program = std::move(*resolved);
+  }
+  int in[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) return Error::internal(errno_text("pipe2"));
+  std::vector<std::string> args = argv;
+  std::vector<std::string> envs = merged_environment(env);
+  auto argp = pointers(args);
+  auto envp = pointers(envs);
+  auto pid = private_dev_shm.empty() ? spawn_plainly(program, argp.data(), envp.data(), in[0])
+                                     : fork_with_private_shm(program, argp.data(), envp.data(), in[0], private_dev_shm);
   ::close(in[0]);
-  if (rc != 0) {
+  if (!pid) {
     ::close(in[1]);
-    return Error::unavailable("cannot run " + argv[0] + ": " + std::strerror(rc));
+    return pid.error();
   }
   Child child;
-  child.pid = pid;
+  child.pid = *pid;
   child.name = argv[0];
   // Our unreaped child: its pid cannot be reused before we wait for it, so this pidfd is its own.
-  if (auto fd = open_pidfd(pid); fd) child.pidfd.reset(*fd);
+  if (auto fd = open_pidfd(*pid); fd) child.pidfd.reset(*fd);
   write_ignoring_sigpipe(in[1], stdin_text);
   ::close(in[1]);
   return child;
@@ -240,8 +345,9 @@ Result<int> finish_program(Child& child, Deadline deadline, int cancel_fd) {
 }
 
 Result<int> run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                        const std::string& stdin_text, std::chrono::milliseconds timeout, int cancel_fd) {
-  auto child = spawn_program(argv, env, stdin_text);
+                        const std::string& stdin_text, std::chrono::milliseconds timeout, int cancel_fd,
+                        const std::string& private_dev_shm) {
+  auto child = spawn_program(argv, env, stdin_text, private_dev_shm);
   if (!child) return child.error();
   auto rc = finish_program(*child, std::chrono::steady_clock::now() + timeout, cancel_fd);
   if (!rc && rc.error().message.ends_with("did not finish in time"))

@@ -26,8 +26,11 @@ struct Child {
 // Starts argv[0] (PATH lookup when it has no '/') with the current environment plus `env`, with
 // no blocked signals and default dispositions, and feeds `stdin_text` on its stdin (keep it below
 // a pipe buffer, 64 KiB, or the write itself may wait on a child that never reads).
+// `private_dev_shm` (when not empty): the program runs in a mount namespace of its own, where that
+// folder is bind-mounted at /dev/shm (a DRA claim's MPS daemon shares shared memory with the
+// claim's containers only). Needs CAP_SYS_ADMIN; a failure is returned with its reason.
 Result<Child> spawn_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                            const std::string& stdin_text);
+                            const std::string& stdin_text, const std::string& private_dev_shm = "");
 
 // Waits until the child exits, `deadline` passes or `cancel_fd` (when >= 0) becomes readable; in
 // the last two cases the child is killed (through its pidfd). Always reaps it. Returns the exit
@@ -37,7 +40,8 @@ Result<int> finish_program(Child& child, Deadline deadline, int cancel_fd = -1);
 
 // spawn_program + finish_program with `timeout`.
 Result<int> run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                        const std::string& stdin_text, std::chrono::milliseconds timeout, int cancel_fd = -1);
+                        const std::string& stdin_text, std::chrono::milliseconds timeout, int cancel_fd = -1,
+                        const std::string& private_dev_shm = "");
 
 // A pidfd for `pid` (readable once the process exits), or an error (e.g. the process is gone).
 Result<int> open_pidfd(int pid);

@@ -19,6 +19,7 @@
 
 #include "core/safe_file.h"
 #include "mps/claim_request_folder.h"
+#include "mps/claim_shm.h"
 #include "mps/process.h"
 
 namespace kgpu {
@@ -104,7 +105,8 @@ void MpsSupervisor::quit_leftover(const Daemon& d, int stop_fd) {
   if (::lstat(pid_file(d.spec).c_str(), &st) != 0) return;
   spdlog::info("MPS control daemon for {}: found {} from an earlier run; sending quit", d.spec.resource,
                pid_file(d.spec));
-  auto rc = mps::run_program({options_.control_binary}, daemon_env(d.spec), "quit\n", options_.command_timeout, stop_fd);
+  auto rc = mps::run_program({options_.control_binary}, daemon_env(d.spec), "quit\n", options_.command_timeout, stop_fd,
+                             d.spec.shm_dir);
   if (!rc) spdlog::warn("MPS control daemon for {}: quit of an earlier daemon: {}", d.spec.resource, rc.error().message);
 }
 
@@ -117,12 +119,15 @@ Status MpsSupervisor::start(Daemon& d, int stop_fd) {
     fs::create_directories(dir, ec);
     if (ec) return Error::unavailable("cannot create " + dir + ": " + ec.message());
   }
+  // Before the daemon: its MPS server creates its segments there from the first client on.
+  if (!s.shm_dir.empty())
+    if (auto st = mount_claim_shm(s.shm_dir, s.shm_bytes); !st) return st.error();
   quit_leftover(d, stop_fd);
   // Whatever is in the PID file now is not the daemon we are about to start.
   if (::unlink(pid_file(s).c_str()) != 0 && errno != ENOENT)
     return Error::unavailable("cannot remove " + pid_file(s) + ": " + std::strerror(errno));
   const auto env = daemon_env(s);
-  auto rc = mps::run_program({options_.control_binary, "-d"}, env, "", options_.command_timeout, stop_fd);
+  auto rc = mps::run_program({options_.control_binary, "-d"}, env, "", options_.command_timeout, stop_fd, s.shm_dir);
   if (!rc) return rc.error();
   if (*rc != 0)
     return Error::unavailable(options_.control_binary + " -d exited with status " + std::to_string(*rc));
@@ -139,7 +144,8 @@ Status MpsSupervisor::start(Daemon& d, int stop_fd) {
   d.pid = *pid;
   d.pidfd = std::move(owned);
   for (const auto& command : s.commands) {
-    auto crc = mps::run_program({options_.control_binary}, env, command + "\n", options_.command_timeout, stop_fd);
+    auto crc =
+        mps::run_program({options_.control_binary}, env, command + "\n", options_.command_timeout, stop_fd, s.shm_dir);
     if (!crc) return crc.error();
     if (*crc != 0) return Error::unavailable("control command \"" + command + "\" failed with status " +
                                              std::to_string(*crc));
@@ -172,7 +178,7 @@ void MpsSupervisor::stop_daemons(const std::vector<Daemon*>& which) {
   std::vector<std::pair<Daemon*, mps::Child>> quits;
   for (Daemon* d : which) {
     if (!d->running()) continue;
-    auto child = mps::spawn_program({options_.control_binary}, daemon_env(d->spec), "quit\n");
+    auto child = mps::spawn_program({options_.control_binary}, daemon_env(d->spec), "quit\n", d->spec.shm_dir);
     if (child) quits.emplace_back(d, std::move(*child));
     else spdlog::warn("MPS control daemon for {}: cannot send quit: {}", d->spec.resource, child.error().message);
   }
@@ -236,6 +242,10 @@ void MpsSupervisor::follow(MpsDaemonSource& source, int stop_fd) {
                  changed ? "changed" : "no longer wants");
     stop_daemons({&*it});
     if (!changed && source.removes_released_folders()) {
+      // The claim's shared memory first: removing files under a mounted tmpfs would leave it mounted.
+      if (!it->spec.shm_dir.empty())
+        if (auto st = unmount_claim_shm(it->spec.shm_dir); !st)
+          spdlog::warn("MPS control daemon for {}: {}", it->spec.resource, st.error().message);
       std::error_code ec;
       fs::remove_all(mps_folder(it->spec), ec);
       if (ec) spdlog::warn("MPS control daemon for {}: cannot remove its folder: {}", it->spec.resource, ec.message());

@@ -22,6 +22,10 @@
 // removes the claim's folder); the others keep running untouched. A daemon's failed start also
 // writes the reason into its failure note when it has one (claims), for the prepare waiting on it.
 //
+// Shared memory: a claim's daemon gets its own size-limited tmpfs (mps/claim_shm.h), mounted
+// before its start and seen at /dev/shm by every control call of that daemon (a mount namespace per
+// call); it outlives a supervisor restart and goes with the claim's folder.
+//
 // Stopping: every control call also watches the stop fd, so SIGTERM interrupts a start at once;
 // at stop the `quit` of every daemon is sent at once and all of them share one stop_timeout, after
 // which the daemons left are killed.

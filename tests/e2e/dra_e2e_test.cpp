@@ -5,6 +5,8 @@
 // a daemon restart between prepare and unprepare, and unprepare.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <filesystem>
 #include <fstream>
@@ -20,6 +22,7 @@
 #include "sim/dra_kubelet_sim.h"
 #include "support/eventually.h"
 #include "support/fake_api_server.h"
+#include "support/mounts.h"
 
 namespace kgpu::test {
 namespace {
@@ -188,6 +191,7 @@ TEST_F(DraE2E, XidTakesADeviceOutOfTheSliceAndDeletedSlicesComeBack) {
 // nvidia-cuda-mps-control) runs the claim's own control daemon on the claim's GPU only, the prepare
 // answers once it is ready, and the unprepare takes it away.
 TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
+  if (!can_mount_tmpfs()) GTEST_SKIP() << kNoMountsReason;
   fs::create_directories(cdi_dir);
   const std::string calls = work.file("nvidia-smi.calls");
   const std::string nvidia_smi = work.write("bin/nvidia-smi", "#!/bin/sh\necho \"$@\" >> '" + calls + "'\n");
@@ -195,7 +199,8 @@ TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
   const std::string mps_root = work.file("mps");
   ProcessOptions supervisor_options;
   supervisor_options.argv = {kgpu_binary(), "mps-daemon", "--mps-root", mps_root, "--mps-control-binary",
-                             std::string(KGPU_FIXTURES_DIR) + "/mps/nvidia-cuda-mps-control"};
+                             std::string(KGPU_FIXTURES_DIR) + "/mps/nvidia-cuda-mps-control", "--claim-shm-size",
+                             "16Mi"};
   ChildProcess supervisor(supervisor_options, work.path(), "mps-daemon");
   FakeApiServer api("node-1", {});
   auto options = dra_options(api, "0,1");
@@ -246,6 +251,17 @@ TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
   EXPECT_NE(specs.find("CUDA_MPS_PIPE_DIRECTORY=/mps/dra/uid-mps/pipe"), std::string::npos) << specs;
   EXPECT_NE(specs.find("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"), std::string::npos) << specs;
   EXPECT_NE(specs.find(claim_dir + "/pipe"), std::string::npos) << specs;
+  // Issue 28, item 5: the claim's containers and its daemon share a 16 MiB tmpfs of their own, not
+  // <mpsRoot>/shm (every tenant's).
+  const std::string shm = claim_dir + "/shm";
+  EXPECT_NE(specs.find("\"hostPath\": \"" + shm + "\""), std::string::npos) << specs;
+  EXPECT_EQ(specs.find(mps_root + "/shm\""), std::string::npos) << specs;
+  struct statfs shm_fs {};
+  struct stat shm_stat {};
+  ASSERT_EQ(::statfs(shm.c_str(), &shm_fs), 0);
+  ASSERT_EQ(::stat(shm.c_str(), &shm_stat), 0);
+  EXPECT_EQ(static_cast<uint64_t>(shm_fs.f_blocks) * shm_fs.f_bsize, 16u << 20);
+  EXPECT_NE(daemon_log.find("shm-device " + std::to_string(shm_stat.st_dev) + "\n"), std::string::npos) << daemon_log;
 
   auto unprepared = kubelet.unprepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}, {"team-a", "uid-mps", "uid-mps"}});
   ASSERT_TRUE(unprepared);
@@ -258,6 +274,7 @@ TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
                                         "compute-policy -i " + sliced_uuid + " --set-timeslice 0", "-i " + mps_uuid + " -c DEFAULT",
                                         "compute-policy -i " + mps_uuid + " --set-timeslice 0"}));
   EXPECT_TRUE(eventually([&] { return !fs::exists(claim_dir); }, 20s)) << supervisor.stderr_text();
+  EXPECT_TRUE(mounts_under(claim_dir).empty());
   supervisor.signal(SIGTERM);
   EXPECT_EQ(supervisor.wait_exit(20s), 0) << supervisor.stderr_text();
 }

@@ -18,6 +18,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/mounts.h"
+
 extern char** environ;
 
 namespace kgpu::test {
@@ -33,6 +35,7 @@ TempDir::TempDir(const std::string& prefix) {
 }
 
 TempDir::~TempDir() {
+  unmount_all_under(path_);  // a DRA MPS claim's shared memory, when a test ended with it prepared
   std::error_code ec;
   fs::remove_all(path_, ec);
 }

@@ -17,6 +17,7 @@
 #include "mps/readiness.h"
 #include "mps/supervisor.h"
 #include "plan/mps_paths.h"
+#include "support/mounts.h"
 #include "support/test_folder.h"
 
 namespace kgpu::dra {
@@ -39,6 +40,7 @@ class ClaimMpsTest : public ::testing::Test {
     stop_supervisor();
     ::close(stop_[0]);
     ::close(stop_[1]);
+    test::unmount_all_under(root_.string());  // a claim still requested keeps its shared memory
     fs::remove_all(root_);
   }
   void start_supervisor() {
@@ -71,6 +73,7 @@ class ClaimMpsTest : public ::testing::Test {
 };
 
 TEST_F(ClaimMpsTest, PrepareReturnsOnceTheDaemonRunsAndUnprepareTakesItAway) {
+  if (!test::can_mount_tmpfs()) GTEST_SKIP() << test::kNoMountsReason;
   start_supervisor();
   ASSERT_TRUE(mps().start(request()).ok());
   EXPECT_TRUE(mps_marker_live(marker()));  // returned only once the daemon was ready
@@ -104,6 +107,7 @@ TEST_F(ClaimMpsTest, ShutdownEndsTheWaitAtOnce) {
 }
 
 TEST_F(ClaimMpsTest, ASupervisorThatCannotStartTheDaemonFailsThePrepareWithItsReason) {
+  if (!test::can_mount_tmpfs()) GTEST_SKIP() << test::kNoMountsReason;
   const fs::path refuse = root_ / "refuse";
   std::ofstream(refuse) << "";
   ::setenv("FAKE_MPS_REFUSE_START", refuse.c_str(), 1);

@@ -265,7 +265,11 @@ TEST(DraPrepare, MpsGivesADaemonAndClientEditsLikeTheDevicePluginPath) {
   std::vector<std::string> mount_sources;
   for (const auto& m : common["mounts"]) mount_sources.push_back(m["hostPath"]);
   EXPECT_TRUE(has(mount_sources, mps_claim_daemon_spec(n.config.mps_root, *p.claim.mps).pipe_dir));
-  EXPECT_TRUE(has(mount_targets, "/dev/shm"));
+  // The claim's own shared memory, the folder its daemon sees at /dev/shm (issue 28, item 5).
+  EXPECT_EQ(common["mounts"].back(), (nlohmann::json{{"containerPath", "/dev/shm"},
+                                                      {"hostPath", mps_claim_daemon_spec(n.config.mps_root, *p.claim.mps).shm_dir},
+                                                      {"options", {"rw", "nosuid", "nodev", "bind"}}}))
+      << common["mounts"].dump();
 }
 
 // Issue 29, item 4 (NVIDIA's quickstart gpu-test5): one claim, a time-sliced request and an MPS

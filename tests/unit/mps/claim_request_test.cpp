@@ -3,6 +3,8 @@
 // fake nvidia-cuda-mps-control (tests/fixtures/mps). Waits are inotify-driven with deadlines.
 #include <gtest/gtest.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,6 +23,7 @@
 #include "mps/supervisor.h"
 #include "plan/mps_paths.h"
 #include "support/folder_wait.h"
+#include "support/mounts.h"
 #include "support/test_folder.h"
 
 namespace kgpu {
@@ -48,8 +51,10 @@ TEST(MpsClaimRequest, RoundTripsAndBuildsTheDaemonFromMpsRootAndUidOnly) {
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_EQ(*parsed, request());
 
-  const MpsDaemonSpec spec = mps_claim_daemon_spec("/run/mps", *parsed);
+  const MpsDaemonSpec spec = mps_claim_daemon_spec("/run/mps", *parsed, 8u << 20);
   EXPECT_EQ(spec.resource, "dra/" + kUid);
+  EXPECT_EQ(spec.shm_dir, "/run/mps/dra/" + kUid + "/shm");
+  EXPECT_EQ(spec.shm_bytes, 8u << 20);
   EXPECT_EQ(spec.pipe_dir, "/run/mps/dra/" + kUid + "/pipe");
   EXPECT_EQ(spec.log_dir, "/run/mps/dra/" + kUid + "/log");
   EXPECT_EQ(spec.ready_marker, "/run/mps/dra/" + kUid + "/.ready");
@@ -108,6 +113,7 @@ class ClaimRequestFolderTest : public ::testing::Test {
     stop();
     ::close(stop_[0]);
     ::close(stop_[1]);
+    test::unmount_all_under(root_.string());  // a claim still requested keeps its shared memory
     fs::remove_all(root_);
   }
   void launch(MpsClaimRequestFolder& folder) {
@@ -163,6 +169,7 @@ TEST_F(ClaimRequestFolderTest, BadFilesAreNamedInTheClaimsFailureNoteAndOthersSt
 }
 
 TEST_F(ClaimRequestFolderTest, TheSupervisorStartsRestartsAndQuitsClaimDaemonsAsRequestsComeAndGo) {
+  if (!test::can_mount_tmpfs()) GTEST_SKIP() << test::kNoMountsReason;
   auto folder = MpsClaimRequestFolder::open(root());
   ASSERT_TRUE(folder.ok()) << folder.error().message;
   launch(*folder);
@@ -191,6 +198,7 @@ TEST_F(ClaimRequestFolderTest, TheSupervisorStartsRestartsAndQuitsClaimDaemonsAs
 }
 
 TEST_F(ClaimRequestFolderTest, AClaimDaemonThatCannotStartLeavesItsReasonForThePrepare) {
+  if (!test::can_mount_tmpfs()) GTEST_SKIP() << test::kNoMountsReason;
   auto folder = MpsClaimRequestFolder::open(root());
   ASSERT_TRUE(folder.ok());
   const fs::path refuse = root_ / "refuse";
@@ -213,6 +221,81 @@ TEST_F(ClaimRequestFolderTest, AClaimDaemonThatCannotStartLeavesItsReasonForTheP
   }
   stop();  // before the environment changes: the supervisor's thread spawns processes
   ::unsetenv("FAKE_MPS_REFUSE_START");
+}
+
+// Issue 28, item 5: each claim's daemon shares memory with that claim's containers only, on a tmpfs
+// of the configured size; a supervisor restart keeps it (a restarted daemon and the running
+// clients still agree), and the claim's end unmounts it.
+TEST_F(ClaimRequestFolderTest, EachClaimHasItsOwnSizeLimitedSharedMemoryWhichOutlivesASupervisorRestart) {
+  if (!test::can_mount_tmpfs()) GTEST_SKIP() << test::kNoMountsReason;
+  constexpr uint64_t kShmBytes = 8u << 20;
+  auto folder = MpsClaimRequestFolder::open(root(), kShmBytes);
+  ASSERT_TRUE(folder.ok()) << folder.error().message;
+  launch(*folder);
+  MpsClaimRequest other = request();
+  other.claim_uid = "other-claim";
+  write_request(request());
+  write_request(other);
+  const auto ready = [&](const std::string& uid) {
+    return mps_marker_live(mps_ready_marker(root(), mps_claim_resource(uid)));
+  };
+  const fs::path other_dir = mps_resource_dir(root(), mps_claim_resource("other-claim"));
+  ASSERT_TRUE(test::wait_in_folders({claim_dir(), other_dir}, [&] { return ready(kUid) && ready("other-claim"); }))
+      << log();
+  const std::string shm = mps_claim_shm_dir(root(), kUid);
+  const std::string other_shm = mps_claim_shm_dir(root(), "other-claim");
+  ASSERT_TRUE(is_tmpfs_mount_point(shm));
+  ASSERT_TRUE(is_tmpfs_mount_point(other_shm));
+  struct statfs size {};
+  ASSERT_EQ(::statfs(shm.c_str(), &size), 0);
+  EXPECT_EQ(static_cast<uint64_t>(size.f_blocks) * size.f_bsize, kShmBytes);
+  // The daemon's /dev/shm is its claim's tmpfs, and the two claims' are not the same.
+  struct stat mine {}, theirs {};
+  ASSERT_EQ(::stat(shm.c_str(), &mine), 0);
+  ASSERT_EQ(::stat(other_shm.c_str(), &theirs), 0);
+  EXPECT_NE(mine.st_dev, theirs.st_dev);
+  EXPECT_NE(log().find("shm-device " + std::to_string(mine.st_dev) + "\n"), std::string::npos) << log();
+  const std::string other_log = slurp(other_dir / "log/fake-control.log");
+  EXPECT_NE(other_log.find("shm-device " + std::to_string(theirs.st_dev) + "\n"), std::string::npos) << other_log;
+
+  // A supervisor restart with the claim still prepared: the same tmpfs, what clients wrote kept.
+  std::ofstream(shm + "/segment") << "client data";
+  stop();
+  ASSERT_TRUE(is_tmpfs_mount_point(shm));
+  char stop_byte;
+  ASSERT_EQ(::read(stop_[0], &stop_byte, 1), 1);  // the next run must not see the last stop
+  launch(*folder);
+  ASSERT_TRUE(wait_until(claim_dir(), [&] { return ready(kUid); })) << log();
+  EXPECT_EQ(slurp(shm + "/segment"), "client data");
+  struct stat again {};
+  ASSERT_EQ(::stat(shm.c_str(), &again), 0);
+  EXPECT_EQ(again.st_dev, mine.st_dev);
+
+  // The claim's end: its tmpfs is unmounted with its folder; the other claim's stays.
+  fs::remove(mps_claim_request_file(root(), kUid));
+  ASSERT_TRUE(wait_until(claim_dir().parent_path(), [&] { return !fs::exists(claim_dir()); }));
+  EXPECT_TRUE(test::mounts_under(claim_dir().string()).empty());
+  EXPECT_TRUE(is_tmpfs_mount_point(other_shm));
+  stop();
+  EXPECT_TRUE(result_.ok());
+}
+
+TEST(ClaimShm, HalfTheNodesMemoryByDefaultAndTheFallbackWhenMemInfoIsUnreadable) {
+  EXPECT_EQ(default_claim_shm_bytes("MemFree: 10 kB\nMemTotal:       16303412 kB\n"), (16303412ull << 10) / 2);
+  EXPECT_EQ(default_claim_shm_bytes(""), kClaimShmFallbackBytes);
+  EXPECT_EQ(default_claim_shm_bytes("MemTotal: lots kB\n"), kClaimShmFallbackBytes);
+  EXPECT_EQ(default_claim_shm_bytes("MemTotal: 1024 MB\n"), kClaimShmFallbackBytes);
+  EXPECT_EQ(default_claim_shm_bytes("MemTotal: 0 kB\n"), kClaimShmFallbackBytes);
+  EXPECT_EQ(default_claim_shm_bytes("MemTotal: 99999999999999999999999 kB\n"), kClaimShmFallbackBytes);
+  EXPECT_EQ(default_claim_shm_bytes("MemTotal: 1 kB\n"), kClaimShmMinBytes);
+}
+
+TEST(ClaimShm, AFolderOnATmpfsIsNotAMountPointAndUnmountingNothingIsFine) {
+  const auto dir = test::fresh_test_folder("kgpu-claim-shm");
+  EXPECT_FALSE(is_tmpfs_mount_point(dir.string()));
+  EXPECT_FALSE(is_tmpfs_mount_point((dir / "missing").string()));
+  EXPECT_TRUE(unmount_claim_shm(dir.string()).ok());
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 
 #include "mps/process.h"
 #include "support/eventually.h"
+#include "support/mounts.h"
+#include "support/test_folder.h"
 
 namespace kgpu::mps {
 namespace {
@@ -51,6 +53,34 @@ TEST(RunProgram, MissingProgramIsAnError) {
   auto rc = run_program({"/nonexistent/kgpu-no-such-program"}, {}, "", 10s);
   ASSERT_FALSE(rc.ok());
   EXPECT_THAT(rc.error().message, ::testing::HasSubstr("/nonexistent/kgpu-no-such-program"));
+}
+
+// A DRA claim's MPS daemon sees the claim's folder at /dev/shm, and nobody else does.
+TEST(RunProgram, APrivateDevShmIsTheGivenFolderForThatProgramOnly) {
+  if (!test::can_mount_tmpfs()) GTEST_SKIP() << test::kNoMountsReason;
+  const auto dir = test::fresh_test_folder("kgpu-private-shm");
+  const std::string name = "kgpu-private-shm-" + std::to_string(::getpid());
+  auto rc = run_program({"sh", "-c", "echo segment > /dev/shm/" + name}, {}, "", 10s, -1, dir.string());
+  ASSERT_TRUE(rc.ok()) << rc.error().message;
+  EXPECT_EQ(*rc, 0);
+  EXPECT_TRUE(std::filesystem::exists(dir / name));
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + name));  // this process's /dev/shm is untouched
+  auto missing = run_program({"kgpu-no-such-program"}, {}, "", 10s, -1, dir.string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.error().message, ::testing::HasSubstr("kgpu-no-such-program: not found in PATH"));
+  std::filesystem::remove_all(dir);
+}
+
+// The step that failed between fork and exec comes back with its reason, not as a bare status.
+TEST(RunProgram, APrivateDevShmThatCannotBeSetUpNamesTheStepAndTheReason) {
+  auto rc = run_program({"sh", "-c", "exit 0"}, {}, "", 10s, -1, "/nonexistent/kgpu-shm");
+  ASSERT_FALSE(rc.ok());
+  EXPECT_EQ(rc.error().code, Error::Code::Unavailable);
+  if (test::can_mount_tmpfs())
+    EXPECT_THAT(rc.error().message,
+                ::testing::HasSubstr("bind-mounting /nonexistent/kgpu-shm at /dev/shm failed: No such file or directory"));
+  else
+    EXPECT_THAT(rc.error().message, ::testing::HasSubstr("needs CAP_SYS_ADMIN"));
 }
 
 TEST(RunProgram, HangingProgramIsKilledAtTheDeadline) {
