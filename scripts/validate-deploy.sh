@@ -12,6 +12,9 @@
 #   validate-deploy.sh negative RENDERER           the checkers reject known-bad inputs (they can fail)
 #   validate-deploy.sh notes RENDERER              the chart's NOTES.txt (NFD warning, labels-only mode)
 #   validate-deploy.sh values-doc                  every value the schema accepts is in the chart's README
+#   validate-deploy.sh slices                      the ResourceSlices kgpu writes (tests/fixtures/golden/dra,
+#                                                  made by the production path) against the v1 schema; and a
+#                                                  slice with a bad taint effect must be refused
 # Tools: node + tests/deploy/node_modules (scripts/install-deploy-deps.sh), python3, and the
 # helm-render binary built from tests/deploy/helm-render by CMake.
 set -euo pipefail
@@ -52,6 +55,27 @@ expect_failure() {
 
 mode="${1:-}"
 case "$mode" in
+  slices)
+    need_node_modules
+    out="$(mktemp -d)"
+    trap 'rm -rf "$out"' EXIT
+    # Each golden file holds {"v1": [slices...], "v1beta1": [...]}: the v1 ones, one document each.
+    # kubernetes-models 5 has no resource.k8s.io/v1beta1 (the v1beta1 ones differ only by "basic").
+    to_docs() {
+      node -e 'const g = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+               if (!Array.isArray(g.v1) || g.v1.length === 0) { console.error(process.argv[1] + ": no v1 slices"); process.exit(1); }
+               process.stdout.write(g.v1.map((s) => JSON.stringify(s)).join("\n---\n") + "\n");' "$1"
+    }
+    for f in "$root"/tests/fixtures/golden/dra/*.json; do
+      to_docs "$f" > "$out/$(basename "$f" .json).yaml"
+    done
+    validate "$out"/*.yaml
+    # The schema judges taints: a tainted golden exists, and an effect Kubernetes does not know fails.
+    grep -q '"taints"' "$out"/*.yaml || { echo "FAIL: no golden ResourceSlice has a device taint" >&2; exit 1; }
+    sed 's/"effect":"NoSchedule"/"effect":"Evict"/' "$out/gh200-x4.yaml" > "$out/bad-effect.yaml.txt"
+    expect_failure "a taint effect Kubernetes does not know" "/effect must be equal to one of the allowed values" -- \
+      validate "$out/bad-effect.yaml.txt"
+    ;;
   static)
     need_node_modules
     validate "$root"/deploy/static/*.yaml

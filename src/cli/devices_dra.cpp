@@ -34,6 +34,7 @@ int print_dra_slices(const Config& config, const Inventory& inventory) {
   options.node_name = node_name();
   options.drivers = dra::driver_names(config.dra);
   options.pcie_roots = dra::read_pcie_roots(config.sysfs_root, inventory);
+  options.no_execute_xids = config.dra.no_execute_xids;
   auto publication = dra::build_publication(inventory, options);
   if (!publication) {
     std::cerr << publication.error().message << " (set NODE_NAME)\n";

@@ -305,6 +305,7 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
   Impl& s = *impl_;
   auto options = s.slice_options;
   options.pcie_roots = dra::read_pcie_roots(config.sysfs_root, inventory);
+  options.no_execute_xids = config.dra.no_execute_xids;
   auto publication = dra::build_publication(inventory, options);
   if (!publication) {
     spdlog::error("DRA: cannot build the ResourceSlices: {}", publication.error().message);
@@ -324,8 +325,10 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
   for (auto& driver : s.drivers) {
     auto devices = std::make_shared<dra::NodeDevices>();
     devices->pool = {driver.name, s.node_name, {}};  // no GPU of this vendor now: an empty pool
+    // Claims are prepared on healthy devices only: a device published with a health taint is not
+    // prepared for a new claim, even one that tolerates the taint.
     for (const auto& pool : pools)
-      if (pool.driver == driver.name) devices->pool = pool;
+      if (pool.driver == driver.name) devices->pool = dra::with_taint_support(pool, dra::TaintSupport::Off);
     devices->config = config;
     devices->inventory = inventory;
     if (driver.name == s.slice_options.drivers.nvidia) devices->driver_files = s.driver_files_for(config, inventory);

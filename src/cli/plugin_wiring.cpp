@@ -142,6 +142,10 @@ void HealthWiring::on_event(const HealthEvent& event, uint64_t generation) {
                    to_string(event_action(health, event)));
       return current;
     }
+    if (update.changes.empty())
+      spdlog::info("health: {} on {}: the XID policy ignores it (no health change); DRA shows it as an "
+                   "informational device taint",
+                   event_cause(event), event.gpu_uuid);
     for (const auto& change : update.changes) {
       if (change.healthy)
         spdlog::info("health: {}", change.describe());

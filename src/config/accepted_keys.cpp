@@ -85,6 +85,7 @@ const std::vector<AcceptedKey>& accepted_keys() {
       {"kgpu.dra.amdDriver", E::Daemon, "the DRA driver name for AMD GPUs"},
       {"kgpu.dra.intelDriver", E::Daemon, "the DRA driver name for Intel GPUs"},
       {"kgpu.dra.nvidiaSmiPath", E::Daemon, "the nvidia-smi that sets DRA claims' time-slice intervals"},
+      {"kgpu.dra.noExecuteXids", E::Daemon, "XIDs whose DRA device taint evicts the pods using the device"},
       {"kgpu.health.enabled", E::Daemon, "the health monitor runs"},
       {"kgpu.health.xidsEnabled", E::Daemon, "XID events mark devices unhealthy"},
       {"kgpu.health.ignoredXids", E::Daemon, "XIDs that never mark a device unhealthy"},

@@ -76,6 +76,9 @@ struct DraConfig {
   // Runs claims' time-slice intervals (nvidia-smi compute-policy); empty: <driver root>/usr/bin/nvidia-smi
   // or /bin/nvidia-smi under the driver root, else nvidia-smi from PATH.
   std::string nvidia_smi_path;
+  // XIDs whose device taint is NoExecute (the pods using the device are evicted) instead of
+  // NoSchedule: the operator's opt-in, since killing a pod on a failing GPU is not always right.
+  std::vector<uint64_t> no_execute_xids;
   bool operator==(const DraConfig&) const = default;
 };
 

@@ -59,6 +59,7 @@ unsigned scopes_of(const std::string& key) {
       {"kgpu.dra.amdDriver", kPlugin | kDevices | kMps},
       {"kgpu.dra.intelDriver", kPlugin | kDevices | kMps},
       {"kgpu.dra.nvidiaSmiPath", kPlugin},
+      {"kgpu.dra.noExecuteXids", kPlugin | kDevices},
   };
   auto it = table.find(key);
   return it == table.end() ? kAll : it->second;

@@ -302,6 +302,24 @@ std::vector<Setting> build_settings() {
   t.push_back(nested("kgpu.dra.nvidiaSmiPath", {"--dra-nvidia-smi"}, {"KGPU_DRA_NVIDIA_SMI"},
                      "nvidia-smi that applies DRA claims' time-slice intervals (default: the driver root's)",
                      &Config::dra, &DraConfig::nvidia_smi_path));
+  {
+    Setting s;
+    s.key = "kgpu.dra.noExecuteXids";
+    s.kind = SettingKind::UIntList;
+    s.flags = {"--dra-no-execute-xids"};
+    s.envs = {"KGPU_DRA_NO_EXECUTE_XIDS"};
+    s.help = "XIDs whose DRA device taint evicts the pods using the device (NoExecute; default: none, NoSchedule)";
+    s.apply = [](Config& c, const Values& v) {
+      c.dra.no_execute_xids.clear();
+      for (const auto& x : v) c.dra.no_execute_xids.push_back(*parse_uint(x));
+    };
+    s.show = [](const Config& c) {
+      Values xs;
+      for (auto x : c.dra.no_execute_xids) xs.push_back(std::to_string(x));
+      return "[" + join(xs, ", ") + "]";
+    };
+    t.push_back(std::move(s));
+  }
   t.push_back(health_bool("kgpu.health.enabled", "health checks", &HealthConfig::enabled));
   t.push_back(health_bool("kgpu.health.xidsEnabled", "XID event checks", &HealthConfig::xids_enabled));
   {

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kgpu {
@@ -12,10 +13,19 @@ namespace kgpu {
 enum class Vendor { Nvidia, Amd, Intel, Generic };
 const char* to_string(Vendor v);
 
-// A device's health as the kubelet sees it, plus why, for logs and `kgpu devices`.
+// A device's health as the kubelet sees it, plus why, for logs and `kgpu devices`, and the XIDs
+// behind it for DRA's device taints (NVIDIA's keys: gpu.nvidia.com/xid=<xid>, gpu-lost).
 struct HealthState {
+  // A constructor, not an aggregate: most marks say only healthy and why.
+  HealthState(bool is_healthy = true, std::string why = {}, uint64_t marking_xid = 0)
+      : healthy(is_healthy), reason(std::move(why)), xid(marking_xid) {}
   bool healthy = true;
   std::string reason;  // empty when healthy; e.g. "XID 79 (GPU has fallen off the bus)"
+  // The XID that made it unhealthy (48 for a double-bit ECC error); 0 for other marks (lost, gone).
+  uint64_t xid = 0;
+  // The latest XID the health policy does not count against the device (an application's own
+  // error, e.g. 13 or 43): no health change, shown by DRA as an informational taint; 0: none.
+  uint64_t informational_xid = 0;
   bool operator==(const HealthState&) const = default;
 };
 
@@ -61,6 +71,9 @@ struct Gpu {
   int cc_major = 0, cc_minor = 0; // CUDA compute capability
   std::string architecture;       // "ampere", "hopper" ...
   std::string brand;              // "tesla", "nvidia" ...
+  // NVML's memory addressing mode on coherent-memory systems ("HMM", "ATS", "None"): NVIDIA's DRA
+  // attribute addressingMode. Empty when NVML does not report one (older drivers, other systems).
+  std::string addressing_mode;
   std::string serial;
   bool mig_capable = false;
   bool mig_enabled = false;

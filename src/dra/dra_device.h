@@ -39,6 +39,19 @@ struct Capacity {
   bool operator==(const Capacity&) const = default;
 };
 
+// A device taint (KEP-5055, resource.k8s.io DeviceTaint): why the scheduler should keep pods off the
+// device (NoSchedule), evict the pods using it (NoExecute), or only tell (None). The API server sets
+// timeAdded; kgpu never writes it.
+struct DeviceTaint {
+  std::string key;          // "gpu.nvidia.com/xid"
+  std::string value;        // "79"; empty is left out
+  std::string_view effect;  // kTaintNoSchedule, kTaintNoExecute or kTaintNone (literals)
+  bool operator==(const DeviceTaint&) const = default;
+};
+inline constexpr std::string_view kTaintNoSchedule = "NoSchedule";
+inline constexpr std::string_view kTaintNoExecute = "NoExecute";
+inline constexpr std::string_view kTaintNone = "None";
+
 struct DraDevice {
   std::string name;  // DNS label, unique in the pool ("gpu-0", "gpu-0-mig-1g5gb-13-0")
   // Attributes shared with the other devices of the same GPU (product, versions, PCI, island); may
@@ -49,6 +62,9 @@ struct DraDevice {
   // Published with allowMultipleAllocations (consumable capacity): only then may a claim hold a
   // share of it (a result with a shareID). kgpu publishes no device so today.
   bool allow_multiple_allocations = false;
+  // Health as taints (sorted by key, one per key): an unhealthy device stays published with the
+  // reason, and an XID the policy ignores shows as a None taint. Empty for a healthy device.
+  std::vector<DeviceTaint> taints{};
 
   // Either list; nullptr when absent.
   const AttributeValue* attribute(std::string_view attribute_name) const {
@@ -69,7 +85,7 @@ struct DraDevice {
     const bool same_gpu = gpu_attributes == o.gpu_attributes ||
                           (gpu_attributes && o.gpu_attributes && *gpu_attributes == *o.gpu_attributes);
     return name == o.name && same_gpu && attributes == o.attributes && capacity == o.capacity &&
-           allow_multiple_allocations == o.allow_multiple_allocations;
+           allow_multiple_allocations == o.allow_multiple_allocations && taints == o.taints;
   }
 };
 

@@ -55,7 +55,7 @@ class Builder {
       const Gpu& g = inv_.gpus[i];
       if (g.vendor != vendor) continue;
       any = true;
-      if (!g.health.healthy) {
+      if (!g.health.healthy && vendor != Vendor::Nvidia) {
         notes_.push_back(g.uuid + ": unhealthy (" + g.health.reason + "); not published");
         continue;
       }
@@ -70,6 +70,7 @@ class Builder {
                       {"type", std::string(vendor == Vendor::Amd ? "amdgpu" : "gpu")},
                       {"uuid", g.uuid}};
       if (g.minor >= 0) d.attributes.push_back({"minor", int64_t{g.minor}});
+      d.taints = taints(g.health, driver, g.uuid);
       add_device(std::move(d), g.uuid, pool);
     }
     drop_duplicate_names(pool);
@@ -78,11 +79,10 @@ class Builder {
 
   void add_mig(const Gpu& parent, const MigDevice& m, const std::shared_ptr<const Attributes>& shared,
                DriverPool& pool) {
-    if (!m.health.healthy) {
-      notes_.push_back(m.uuid + ": unhealthy (" + m.health.reason + "); not published");
-      return;
-    }
     DraDevice d{mig_device_name(parent, m), shared, {}, {}};
+    // A GPU-wide mark (a lost GPU at discovery) holds for every MIG device on it.
+    const HealthState& health = (!m.health.healthy || parent.health.healthy) ? m.health : parent.health;
+    d.taints = taints(health, pool.driver, m.uuid);
     d.attributes = {{"parentIndex", int64_t{parent.index}},
                     {"parentUUID", parent.uuid},
                     {"profile", m.profile},
@@ -119,6 +119,20 @@ class Builder {
     }
     for (size_t i = static_cast<size_t>(m.placement_start); i < end; ++i) d.capacity.push_back({kNames[i], 1});
     std::sort(d.capacity.begin(), d.capacity.end(), [](const Capacity& a, const Capacity& b) { return a.name < b.name; });
+  }
+
+  // The device's health as taints (see kXidTaintKey); a note for each unhealthy one.
+  std::vector<DeviceTaint> taints(const HealthState& health, const std::string& driver, const std::string& id) {
+    if (health.healthy) {
+      if (health.informational_xid == 0) return {};
+      return {{driver + "/" + std::string(kXidTaintKey), std::to_string(health.informational_xid), kTaintNone}};
+    }
+    notes_.push_back(id + ": unhealthy (" + health.reason + "); published with a taint");
+    if (health.xid == 0) return {{driver + "/" + std::string(kGpuLostTaintKey), "", kTaintNoSchedule}};
+    const auto& opted = options_.no_execute_xids;
+    const bool evict = std::find(opted.begin(), opted.end(), health.xid) != opted.end();
+    return {{driver + "/" + std::string(kXidTaintKey), std::to_string(health.xid),
+             evict ? kTaintNoExecute : kTaintNoSchedule}};
   }
 
   void add_device(DraDevice d, const std::string& id, DriverPool& pool) {
@@ -188,6 +202,7 @@ class Builder {
     if (g.vendor == Vendor::Nvidia) {
       a.push_back({"brand", nvidia_dra_brand(g.brand)});
       a.push_back({"architecture", nvidia_dra_architecture(g.architecture)});
+      if (!g.addressing_mode.empty()) a.push_back({"addressingMode", g.addressing_mode});
       if (!bus.empty()) a.push_back({"pcieBusID", bus});  // NVIDIA's name before resource.kubernetes.io/pciBusID
       add_version(a, "cudaComputeCapability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor), g.uuid);
       add_version(a, "driverVersion", inv_.driver_version, g.uuid);
@@ -208,6 +223,32 @@ class Builder {
 };
 
 }  // namespace
+
+size_t max_devices_per_slice(const DriverPool& pool) {
+  const bool tainted = std::any_of(pool.devices.begin(), pool.devices.end(), [](const DraDevice& d) { return !d.taints.empty(); });
+  return tainted ? kMaxTaintedDevicesPerSlice : kMaxDevicesPerSlice;
+}
+
+const char* to_string(TaintSupport support) {
+  switch (support) {
+    case TaintSupport::Full: return "full";
+    case TaintSupport::NoInformational: return "without effect None";
+    case TaintSupport::Off: return "off";
+  }
+  return "unknown";
+}
+
+DriverPool with_taint_support(DriverPool pool, TaintSupport support) {
+  if (support == TaintSupport::Full) return pool;
+  auto informational = [](const DeviceTaint& t) { return t.effect == kTaintNone; };
+  if (support == TaintSupport::Off)
+    std::erase_if(pool.devices, [&](const DraDevice& d) { return !std::all_of(d.taints.begin(), d.taints.end(), informational); });
+  for (auto& d : pool.devices) {
+    if (support == TaintSupport::Off) d.taints.clear();
+    else std::erase_if(d.taints, informational);
+  }
+  return pool;
+}
 
 Result<Publication> build_publication(const Inventory& inventory, const SliceOptions& options) {
   if (!is_dns_subdomain(options.node_name))

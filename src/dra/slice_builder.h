@@ -42,7 +42,19 @@ struct SliceOptions {
   // PCIe root complex per GPU ("pci0000:00"), keyed by normalize_pci_bus_id(); GPUs missing here
   // publish no resource.kubernetes.io/pcieRoot (as NVIDIA's driver does when it cannot resolve one).
   std::map<std::string, std::string> pcie_roots;
+  // XIDs whose taint evicts the pods using the device (NoExecute) instead of only keeping new ones
+  // off (NoSchedule): the operator's opt-in (kgpu.dra.noExecuteXids).
+  std::vector<uint64_t> no_execute_xids;
 };
+
+// Health as device taints, as NVIDIA's DRA driver publishes it (keys in the driver's domain):
+//   <driver>/xid=<XID>   NoSchedule (NoExecute for no_execute_xids): an XID (48 for double-bit ECC)
+//                        made the device unhealthy; None: the latest XID the policy ignores
+//   <driver>/gpu-lost    NoSchedule: the GPU did not answer (lost, gone at re-discovery, failed query)
+// An unhealthy NVIDIA device stays in its pool with its taint, so a running claim's device stays
+// visible; AMD and Intel devices have no such keys and are left out while unhealthy.
+inline constexpr std::string_view kXidTaintKey = "xid";
+inline constexpr std::string_view kGpuLostTaintKey = "gpu-lost";
 
 struct Publication {
   // One pool per driver with GPUs on the node, in the order NVIDIA, AMD, Intel. A driver whose GPUs
@@ -61,8 +73,20 @@ Result<Publication> build_publication(const Inventory& inventory, const SliceOpt
 enum class SliceApi { V1, V1beta1 };
 const char* api_version(SliceApi api);  // "resource.k8s.io/v1"
 
-// At most this many devices per ResourceSlice (ResourceSliceMaxDevices).
+// At most this many devices per ResourceSlice (ResourceSliceMaxDevices), and 64 when a device of
+// the slice has taints (ResourceSliceMaxDevicesWithAdvancedFeatures).
 inline constexpr size_t kMaxDevicesPerSlice = 128;
+inline constexpr size_t kMaxTaintedDevicesPerSlice = 64;
+size_t max_devices_per_slice(const DriverPool& pool);
+
+// What the API server keeps of device taints (the publisher finds out from its answers): all of
+// them; all but effect None (servers before it, which refuse the value); none (the field is
+// stripped or refused: DRADeviceTaints off, or a Kubernetes without it).
+enum class TaintSupport { Full, NoInformational, Off };
+const char* to_string(TaintSupport support);
+// `pool` as such a server can hold it: without the None taints, or, when Off, without the tainted
+// devices (left out, as before taints) and with no taints at all. Pure.
+DriverPool with_taint_support(DriverPool pool, TaintSupport support);
 
 // The ResourceSlice objects for one pool at one generation: as many as the device limit needs (at
 // least one, so an empty pool is still published), named "<node>-<driver>-<n>", owned by the Node.

@@ -19,9 +19,19 @@ nlohmann::json device_json(const DraDevice& d, SliceApi api) {
   for (const auto& a : d.attributes) attributes[std::string(a.name)] = attribute_json(a.value);
   nlohmann::json capacity = nlohmann::json::object();
   for (const auto& c : d.capacity) capacity[std::string(c.name)] = {{"value", binary_si_quantity(c.value)}};
-  if (api == SliceApi::V1beta1)
-    return {{"name", d.name}, {"basic", {{"attributes", attributes}, {"capacity", capacity}}}};
-  return {{"name", d.name}, {"attributes", attributes}, {"capacity", capacity}};
+  nlohmann::json fields = {{"attributes", attributes}, {"capacity", capacity}};
+  if (!d.taints.empty()) {
+    nlohmann::json taints = nlohmann::json::array();
+    for (const auto& t : d.taints) {
+      nlohmann::json taint = {{"key", t.key}, {"effect", std::string(t.effect)}};
+      if (!t.value.empty()) taint["value"] = t.value;
+      taints.push_back(std::move(taint));
+    }
+    fields["taints"] = std::move(taints);  // v1beta1: in basic, as attributes and capacity
+  }
+  if (api == SliceApi::V1beta1) return {{"name", d.name}, {"basic", std::move(fields)}};
+  fields["name"] = d.name;
+  return fields;
 }
 
 }  // namespace
@@ -32,7 +42,8 @@ const char* api_version(SliceApi api) {
 
 std::vector<nlohmann::json> resource_slices(const DriverPool& pool, const SliceOptions& options, int64_t generation,
                                             SliceApi api) {
-  const size_t count = std::max<size_t>(1, (pool.devices.size() + kMaxDevicesPerSlice - 1) / kMaxDevicesPerSlice);
+  const size_t per_slice = max_devices_per_slice(pool);
+  const size_t count = std::max<size_t>(1, (pool.devices.size() + per_slice - 1) / per_slice);
   std::vector<nlohmann::json> slices;
   slices.reserve(count);
   for (size_t k = 0; k < count; ++k) {
@@ -44,8 +55,8 @@ std::vector<nlohmann::json> resource_slices(const DriverPool& pool, const SliceO
                                                             {"uid", options.node_uid},
                                                             {"controller", true}}});
     nlohmann::json devices = nlohmann::json::array();
-    const size_t end = std::min(pool.devices.size(), (k + 1) * kMaxDevicesPerSlice);
-    for (size_t i = k * kMaxDevicesPerSlice; i < end; ++i) devices.push_back(device_json(pool.devices[i], api));
+    const size_t end = std::min(pool.devices.size(), (k + 1) * per_slice);
+    for (size_t i = k * per_slice; i < end; ++i) devices.push_back(device_json(pool.devices[i], api));
     slices.push_back({{"apiVersion", api_version(api)},
                       {"kind", "ResourceSlice"},
                       {"metadata", metadata},

@@ -423,25 +423,36 @@ Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::Ap
     const DriverPool* desired = nullptr;
     for (const auto& p : pools)
       if (p.driver == driver) desired = &p;
-    uint64_t epoch = 0;
-    {
-      std::lock_guard lock(mu_);
-      epoch = epoch_;
-      auto it = written_.find(driver);
-      const bool same = it != written_.end() && (desired ? it->second && *it->second == *desired : !it->second);
-      if (same) continue;  // the API server already holds this driver's pool
-    }
     // Each driver's pass has a budget of a few requests' deadlines: a slow server cannot hold the
     // worker longer than that, and stop() ends it at once.
     const Deadline deadline{std::chrono::steady_clock::now() + timing_.request_deadline * 8, timing_.request_deadline};
-    auto status = sync_driver(driver, desired, options, client, deadline);
+    // Written as the API server can hold it; once more when a write shows it holds less (the
+    // support only goes down, so at most twice more).
+    std::optional<DriverPool> shaped;
+    Status status = ok_status();
+    uint64_t epoch = 0;
+    bool same = false;
+    for (TaintSupport support = taint_support();;) {
+      shaped = desired ? std::optional<DriverPool>(with_taint_support(*desired, support)) : std::nullopt;
+      {
+        std::lock_guard lock(mu_);
+        epoch = epoch_;
+        auto it = written_.find(driver);
+        same = it != written_.end() && it->second == shaped;
+      }
+      if (same) break;  // the API server already holds this driver's pool
+      status = sync_driver(driver, shaped ? &*shaped : nullptr, options, client, deadline);
+      if (!status || taint_support() == support) break;
+      support = taint_support();
+    }
+    if (same) continue;
     if (!status) {
       // The other drivers still get their pass; the first problem is reported.
       if (!first_problem) first_problem = status.error();
       continue;
     }
     std::lock_guard lock(mu_);
-    if (epoch == epoch_) written_[driver] = desired ? std::optional<DriverPool>(*desired) : std::nullopt;
+    if (epoch == epoch_) written_[driver] = std::move(shaped);
   }
   if (first_problem) return *first_problem;
   return ok_status();
@@ -514,6 +525,7 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
     }
     const auto diff = diff_slices(desired, std::move(*listed), options, *chosen, min_generation);
     bool conflict = false;
+    bool reshape = false;  // the server keeps less of the taints than was written: the caller writes again
     size_t done = 0;
     for (const auto& write : diff.writes) {
       const std::string path = write.kind == SliceWrite::Kind::Create ? collection : collection + "/" + write.name;
@@ -527,9 +539,28 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
       if (!answer) return Error{answer.error().code, what + ": " + answer.error().message};
       const int status = answer->status;
       const bool gone = write.kind == SliceWrite::Kind::Delete && status == 404;  // deleted already: fine
+      const bool sent_taints = write.kind != SliceWrite::Kind::Delete && write.body.find("\"taints\":") != std::string::npos;
       if (status == 200 || status == 201 || status == 202 || gone) {
         ++done;
+        // Stored without the taints it carried: the server drops the field. The caller writes again.
+        if (sent_taints && answer->body.find("\"taints\"") == std::string::npos &&
+            lower_taint_support(TaintSupport::Off, "stored " + write.name + " without its device taints")) {
+          reshape = true;
+          break;
+        }
         continue;
+      }
+      if ((status == 400 || status == 422) && sent_taints) {
+        // Refused for them: effect None alone (servers before it name the value), or the field.
+        const bool none_refused = taint_support() == TaintSupport::Full &&
+                                  answer->body.find("None") != std::string::npos &&
+                                  answer->body.find("effect") != std::string::npos;
+        if (lower_taint_support(none_refused ? TaintSupport::NoInformational : TaintSupport::Off,
+                                "refused " + write.name + " with its device taints (HTTP " + std::to_string(status) +
+                                    excerpt(answer->body) + ")")) {
+          reshape = true;
+          break;
+        }
       }
       // 409: changed (or created) by someone else since the LIST; 404 on an update: deleted since.
       // Either way the LIST is stale: read again and diff again.
@@ -553,6 +584,7 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
           state_.generations.erase(driver);
       }
     }
+    if (reshape) return ok_status();
     if (conflict) continue;
     if (!diff.writes.empty())
       spdlog::info("DRA slices: {} pool {} at generation {} ({} writes)", driver,
@@ -561,6 +593,27 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
   }
   return Error::unavailable("ResourceSlices of " + driver + ": still conflicting after " +
                             std::to_string(timing_.conflict_retries + 1) + " attempts");
+}
+
+TaintSupport SlicePublisher::taint_support() const {
+  std::lock_guard lock(mu_);
+  return taint_support_;
+}
+
+bool SlicePublisher::lower_taint_support(TaintSupport support, const std::string& why) {
+  {
+    std::lock_guard lock(mu_);
+    if (static_cast<int>(support) <= static_cast<int>(taint_support_)) return false;
+    taint_support_ = support;
+    state_.taints = support;
+  }
+  spdlog::warn("DRA slices: the API server {}; from now on {} (restart kgpu once the API server keeps device "
+               "taints: Kubernetes' DRADeviceTaints feature)",
+               why,
+               support == TaintSupport::NoInformational
+                   ? "XIDs the health policy ignores are not shown as taints of effect None"
+                   : "unhealthy devices are left out of the ResourceSlices instead of being published with a taint");
+  return true;
 }
 
 Status SlicePublisher::delete_all(std::chrono::milliseconds timeout) {

@@ -24,6 +24,12 @@
 // Drivers covered: the three of SliceOptions::drivers plus any in a published pool; a driver with no
 // pool in the latest publication has its slices on this node deleted.
 //
+// Device taints (slice_builder.h): pools are written with their taints until the API server shows
+// it does not keep them: a write answered without the taints it carried (the field stripped:
+// DRADeviceTaints off, or a version without it) or refused (400/422) for them. Then kgpu writes at
+// once without what it cannot hold (TaintSupport: effect None, or every taint, the tainted devices
+// left out as before taints) for the rest of the run, and says so once.
+//
 // Watch (start_watch()): a second thread follows the node's slices (kube/watch_loop.h, filtered to
 // spec.nodeName) and resyncs on every event for a covered driver, so a slice someone else deleted
 // or edited is put back at once rather than at the next change. It is blocked in its read while
@@ -122,6 +128,7 @@ class SlicePublisher {
     bool worker = false;     // a worker thread runs (only while there is work)
     uint64_t repairs = 0;    // passes a watch event caused that had to write (someone changed the slices)
     bool fighting = false;   // those repairs keep coming: another writer overwrites kgpu's slices (from the pacer)
+    TaintSupport taints = TaintSupport::Full;  // what the API server was found to keep of device taints
   };
   State state() const;
   // Blocks until the latest publish() is in the API server, or `timeout` passes (false then).
@@ -150,6 +157,10 @@ class SlicePublisher {
   Result<std::string> read_node_uid(const kube::ApiClient& client) const;
   Status sync_driver(const std::string& driver, const DriverPool* desired, const SliceOptions& options,
                      const kube::ApiClient& client, const Deadline& deadline);
+  // The API server does not keep what kgpu's taints need (`why`, for the log): write with `support`
+  // from now on (never back up). True when that lowered it.
+  bool lower_taint_support(TaintSupport support, const std::string& why);
+  TaintSupport taint_support() const;
   Result<std::vector<kube::ListedSlice>> list(const std::string& driver, const kube::ApiClient& client,
                                               const Deadline& deadline) const;
   Result<SliceApi> api(const kube::ApiClient& client, const Deadline& deadline);
@@ -194,6 +205,7 @@ class SlicePublisher {
   // listed); a driver absent here is read from the API server on the next pass.
   std::map<std::string, std::optional<DriverPool>> written_;
   std::map<std::string, int64_t> last_generation_;  // the highest generation written per driver
+  TaintSupport taint_support_ = TaintSupport::Full;  // in state_.taints too
   mutable std::atomic<bool> trim_after_pass_{false};  // a large answer was read: give memory back
   std::thread thread_;  // the worker (on demand)
   std::thread watch_thread_;

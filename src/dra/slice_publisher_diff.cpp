@@ -25,7 +25,7 @@ void drop_nulls(json& value) {
 
 // Puts a listed spec into the form the builder writes: the API server leaves out empty lists and
 // maps (Go's omitempty) and may send null fields, where the builder always writes "devices",
-// "attributes" and "capacity" and never null.
+// "attributes" and "capacity" and never null; it adds taints' timeAdded.
 void builder_form(json& spec, SliceApi api) {
   drop_nulls(spec);
   if (!spec.contains("devices")) spec["devices"] = json::array();
@@ -40,6 +40,10 @@ void builder_form(json& spec, SliceApi api) {
     }
     if (!fields->contains("attributes")) (*fields)["attributes"] = json::object();
     if (!fields->contains("capacity")) (*fields)["capacity"] = json::object();
+    // The API server stamps each taint with the time it saw it; kgpu never writes that.
+    if (auto taints = fields->find("taints"); taints != fields->end() && taints->is_array())
+      for (auto& taint : *taints)
+        if (taint.is_object()) taint.erase("timeAdded");
   }
 }
 

@@ -94,18 +94,40 @@ void put_attributes(std::string& out, const DraDevice& d) {
   out += '}';
 }
 
+// ,"taints":[{"effect":..,"key":..,"value":..}]: keys sorted, as nlohmann's objects are.
+void put_taints(std::string& out, const DraDevice& d) {
+  if (d.taints.empty()) return;
+  out += ",\"taints\":[";
+  for (size_t k = 0; k < d.taints.size(); ++k) {
+    const DeviceTaint& t = d.taints[k];
+    if (k) out += ',';
+    out += "{\"effect\":";
+    put_string(out, t.effect);
+    out += ",\"key\":";
+    put_string(out, t.key);
+    if (!t.value.empty()) {
+      out += ",\"value\":";
+      put_string(out, t.value);
+    }
+    out += '}';
+  }
+  out += ']';
+}
+
 void put_device(std::string& out, const DraDevice& d, SliceApi api) {
   out += '{';
   if (api == SliceApi::V1beta1) {
     out += "\"basic\":{";
     put_attributes(out, d);
-    out += "},";
+    put_taints(out, d);
+    out += "},\"name\":";
+    put_string(out, d.name);
   } else {
     put_attributes(out, d);
-    out += ',';
+    out += ",\"name\":";
+    put_string(out, d.name);
+    put_taints(out, d);
   }
-  out += "\"name\":";
-  put_string(out, d.name);
   out += '}';
 }
 
@@ -113,12 +135,13 @@ void put_device(std::string& out, const DraDevice& d, SliceApi api) {
 
 std::vector<std::string> resource_slice_texts(const DriverPool& pool, const SliceOptions& options,
                                               int64_t generation, SliceApi api) {
-  const size_t count = std::max<size_t>(1, (pool.devices.size() + kMaxDevicesPerSlice - 1) / kMaxDevicesPerSlice);
+  const size_t per_slice = max_devices_per_slice(pool);
+  const size_t count = std::max<size_t>(1, (pool.devices.size() + per_slice - 1) / per_slice);
   std::vector<std::string> texts;
   texts.reserve(count);
   for (size_t k = 0; k < count; ++k) {
     std::string out;
-    out.reserve(1024 + 1200 * std::min(pool.devices.size(), kMaxDevicesPerSlice));
+    out.reserve(1024 + 1200 * std::min(pool.devices.size(), per_slice));
     out += "{\"apiVersion\":";
     put_string(out, api_version(api));
     out += ",\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":";
@@ -131,9 +154,9 @@ std::vector<std::string> resource_slice_texts(const DriverPool& pool, const Slic
       out += "}]";
     }
     out += "},\"spec\":{\"devices\":[";
-    const size_t end = std::min(pool.devices.size(), (k + 1) * kMaxDevicesPerSlice);
-    for (size_t i = k * kMaxDevicesPerSlice; i < end; ++i) {
-      if (i != k * kMaxDevicesPerSlice) out += ',';
+    const size_t end = std::min(pool.devices.size(), (k + 1) * per_slice);
+    for (size_t i = k * per_slice; i < end; ++i) {
+      if (i != k * per_slice) out += ',';
       put_device(out, pool.devices[i], api);
     }
     out += "],\"driver\":";

@@ -60,9 +60,9 @@ bool instance_matches(const MigDevice& m, const HealthEvent& e) {
   return true;
 }
 
-void set_health(HealthState& state, bool healthy, const std::string& cause, const std::string& device,
+void set_health(HealthState& state, bool healthy, const std::string& cause, uint64_t xid, const std::string& device,
                 std::vector<HealthChange>& changes) {
-  HealthState next{healthy, healthy ? std::string() : cause};
+  HealthState next{healthy, healthy ? std::string() : cause, healthy ? 0 : xid};
   if (state == next) return;
   // A device already unhealthy keeps its first cause: the first failure is the one to act on.
   if (!healthy && !state.healthy) return;
@@ -70,35 +70,72 @@ void set_health(HealthState& state, bool healthy, const std::string& cause, cons
   changes.push_back({device, cause, healthy});
 }
 
+// The XID a mark keeps for DRA's taint: the event's, and 48 (its XID) for a double-bit ECC event.
+uint64_t marking_xid(const HealthEvent& event) {
+  if (event.kind == HealthEvent::Kind::Xid) return event.xid;
+  if (event.kind == HealthEvent::Kind::EccDoubleBit) return 48;
+  return 0;
+}
+
+// An XID the policy ignores (an application's own error) changes no health, yet DRA shows the latest
+// one as an informational taint: recorded on the devices it names. True when anything changed.
+bool note_informational(Gpu& gpu, const HealthEvent& event, bool names_instance) {
+  bool changed = false;
+  auto note = [&](HealthState& state) {
+    if (!state.healthy || state.informational_xid == event.xid) return;
+    state.informational_xid = event.xid;
+    changed = true;
+  };
+  bool matched_instance = false;
+  for (auto& m : gpu.mig_devices) {
+    if (!names_instance || !instance_matches(m, event)) continue;
+    matched_instance = true;
+    note(m.health);
+  }
+  if (!names_instance || !matched_instance) {
+    note(gpu.health);
+    for (auto& m : gpu.mig_devices) note(m.health);
+  }
+  return changed;
+}
+
 }  // namespace
 
 HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& event, const HealthConfig& config) {
-  HealthUpdate out{inventory, {}};
+  HealthUpdate out{inventory, {}, false};
   const bool recovered = event.kind == HealthEvent::Kind::Recovered;
-  if (!recovered && event_action(config, event) == XidAction::Ignore) return out;
+  const bool ignored = !recovered && event_action(config, event) == XidAction::Ignore;
+  const bool informational =
+      ignored && event.kind == HealthEvent::Kind::Xid && config.enabled && config.xids_enabled && event.xid != 0;
+  if (ignored && !informational) return out;
 
   Gpu* gpu = nullptr;
   for (auto& g : out.inventory.gpus)
     if (g.uuid == event.gpu_uuid) gpu = &g;
   if (!gpu) return out;
 
+  const bool names_instance = event.gpu_instance_id.has_value() || event.compute_instance_id.has_value();
+  if (informational) {
+    out.informational_changed = note_informational(*gpu, event, names_instance);
+    return out;
+  }
   const bool healthy = recovered;
   const std::string cause = event_cause(event);
-  const bool names_instance = event.gpu_instance_id.has_value() || event.compute_instance_id.has_value();
+  const uint64_t xid = marking_xid(event);
 
   bool matched_instance = false;
   if (names_instance) {
     for (auto& m : gpu->mig_devices) {
       if (!instance_matches(m, event)) continue;
       matched_instance = true;
-      set_health(m.health, healthy, cause, m.uuid, out.changes);
+      set_health(m.health, healthy, cause, xid, m.uuid, out.changes);
     }
   }
   if (!names_instance || !matched_instance) {
     // GPU-wide (or an instance we do not know, which still says the GPU is in trouble): the GPU and
     // every MIG device on it.
-    set_health(gpu->health, healthy, cause, gpu->uuid, out.changes);
-    for (auto& m : gpu->mig_devices) set_health(m.health, healthy, cause, m.uuid, out.changes);
+    set_health(gpu->health, healthy, cause, xid, gpu->uuid, out.changes);
+    for (auto& m : gpu->mig_devices) set_health(m.health, healthy, cause, xid, m.uuid, out.changes);
   }
   if (!recovered && event_action(config, event) == XidAction::MarkUnhealthyUntilReset)
     for (auto& change : out.changes) change.until_reset = true;
@@ -106,6 +143,18 @@ HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& e
 }
 
 const char* const kNotRediscovered = "not found on re-discovery (lost or removed)";
+
+namespace {
+
+// What re-discovery keeps of a device's earlier state: its mark (unless it only said the GPU did not
+// answer, and it answers now), or, healthy both times, its informational XID.
+void carry_mark(const HealthState& before, HealthState& now, bool was_missing) {
+  if (!now.healthy) return;
+  if (!before.healthy && !was_missing) now = before;
+  else if (before.healthy) now.informational_xid = before.informational_xid;
+}
+
+}  // namespace
 
 Inventory carry_over_health(const Inventory& previous, Inventory next) {
   for (auto& gpu : next.gpus) {
@@ -115,12 +164,11 @@ Inventory carry_over_health(const Inventory& previous, Inventory next) {
     // A GPU that only did not answer answers again: that is the recovery its mark was waiting for,
     // whether re-discovery or the health monitor noticed the loss.
     const bool was_missing = is_lost_mark(before->health);
-    if (gpu.health.healthy && !before->health.healthy && !was_missing) gpu.health = before->health;
+    carry_mark(before->health, gpu.health, was_missing);
     for (auto& mig : gpu.mig_devices) {
       auto it = std::find_if(before->mig_devices.begin(), before->mig_devices.end(),
                              [&](const MigDevice& m) { return m.uuid == mig.uuid; });
-      if (it != before->mig_devices.end() && mig.health.healthy && !it->health.healthy && !was_missing)
-        mig.health = it->health;
+      if (it != before->mig_devices.end()) carry_mark(it->health, mig.health, was_missing);
     }
   }
   // GPUs that vanished (NVML cannot even hand out a handle for a lost GPU) stay advertised as

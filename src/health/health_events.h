@@ -48,13 +48,17 @@ struct HealthChange {
 
 struct HealthUpdate {
   Inventory inventory;
-  std::vector<HealthChange> changes;  // empty: nothing changed (ignored event, unknown GPU, same state)
-  bool changed() const { return !changes.empty(); }
+  std::vector<HealthChange> changes;  // empty: no health changed (ignored event, unknown GPU, same state)
+  // An XID the policy ignores was recorded as a device's informational_xid (no health change).
+  bool informational_changed = false;
+  bool changed() const { return !changes.empty() || informational_changed; }
 };
 
 // Applies one event. Unhealthy events mark the GPU itself when the event names no instance (and all
-// its MIG devices, which share the GPU), or only the MIG device whose GI/CI ids match. Recovered
-// marks the same set healthy again. Ignored events (per `config`) change nothing.
+// its MIG devices, which share the GPU), or only the MIG device whose GI/CI ids match, keeping the
+// XID (48 for double-bit ECC). Recovered marks the same set healthy again (and forgets informational
+// XIDs). An XID the policy ignores (with XID checks on) is only noted as the healthy devices'
+// informational_xid; other ignored events (per `config`) change nothing.
 HealthUpdate apply_health_event(const Inventory& inventory, const HealthEvent& event, const HealthConfig& config);
 
 // Re-discovery (SIGHUP, a config change, a per-node label switch) builds a fresh Inventory in which

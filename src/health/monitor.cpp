@@ -235,9 +235,14 @@ struct HealthMonitor::State {
     const HealthConfig cfg = current_config();
     XidAction action = event_action(cfg, e);
     if (action == XidAction::Ignore) {
-      std::lock_guard lock(mu);
-      ++stats.events_ignored;
+      {
+        std::lock_guard lock(mu);
+        ++stats.events_ignored;
+      }
       spdlog::debug("health: {} on {} ignored by policy", event_cause(e), e.gpu_uuid);
+      // Passed on untracked: it changes no health, yet DRA shows the latest such XID as an
+      // informational device taint (apply_health_event notes it).
+      if (e.kind == HealthEvent::Kind::Xid && cfg.enabled && cfg.xids_enabled) emit(std::move(e));
       return;
     }
     track(e, action == XidAction::MarkUnhealthyUntilReset, cfg);

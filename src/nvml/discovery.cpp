@@ -210,6 +210,11 @@ class Discoverer {
     if (!note(f, brand, false)) return;
     if (brand) g.brand = brand_name(*brand);
 
+    // Only on coherent-memory systems, with NVML 12.9+: absent or NOT_SUPPORTED leaves it out.
+    auto addressing = nvml_.addressing_mode(h);
+    if (!note(f, addressing, false)) return;
+    if (addressing) g.addressing_mode = addressing_mode_name(*addressing);
+
     auto serial = nvml_.serial(h);
     if (!note(f, serial, false)) return;
     if (serial) g.serial = *serial;

@@ -151,6 +151,15 @@ std::string brand_name(int brand) {
   }
 }
 
+std::string addressing_mode_name(unsigned mode) {
+  switch (mode) {
+    case NVML_DEVICE_ADDRESSING_MODE_NONE: return "None";
+    case NVML_DEVICE_ADDRESSING_MODE_HMM: return "HMM";
+    case NVML_DEVICE_ADDRESSING_MODE_ATS: return "ATS";
+    default: return {};
+  }
+}
+
 PcieLevel pcie_level(int level) {
   switch (level) {
     case NVML_TOPOLOGY_INTERNAL: return PcieLevel::SameBoard;

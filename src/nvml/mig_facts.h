@@ -55,6 +55,10 @@ std::string architecture_from_compute_capability(int cc_major, int cc_minor);
 // "tesla", "nvidia", "geforce-rtx"...; "" for unknown brands.
 std::string brand_name(int nvml_brand);
 
+// NVIDIA's DRA attribute addressingMode, as go-nvlib spells NVML's modes: "HMM", "ATS", "None";
+// "" for a value NVML does not define (not published).
+std::string addressing_mode_name(unsigned nvml_mode);
+
 // PcieLevel for an nvmlGpuTopologyLevel_t value (Unknown for values NVML does not define).
 PcieLevel pcie_level(int nvml_level);
 

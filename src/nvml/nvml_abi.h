@@ -275,6 +275,15 @@ typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t device, nvmlMemo
 typedef nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability_fn)(nvmlDevice_t device, int* major, int* minor);
 typedef nvmlReturn_t (*nvmlDeviceGetArchitecture_fn)(nvmlDevice_t device, nvmlDeviceArchitecture_t* arch);
 typedef nvmlReturn_t (*nvmlDeviceGetBrand_fn)(nvmlDevice_t device, nvmlBrandType_t* type);
+/* Memory addressing mode on coherent-memory systems (NVML 12.9 / driver 575+). */
+typedef struct nvmlDeviceAddressingMode_st {
+  unsigned int version; /* sizeof | 1 << 24 */
+  unsigned int value;   /* NVML_DEVICE_ADDRESSING_MODE_* */
+} nvmlDeviceAddressingMode_t;
+#define NVML_DEVICE_ADDRESSING_MODE_NONE 0
+#define NVML_DEVICE_ADDRESSING_MODE_HMM 1
+#define NVML_DEVICE_ADDRESSING_MODE_ATS 2
+typedef nvmlReturn_t (*nvmlDeviceGetAddressingMode_fn)(nvmlDevice_t device, nvmlDeviceAddressingMode_t* mode);
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t device, unsigned int* currentMode, unsigned int* pendingMode);
 typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t device, unsigned int* count);
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t device, unsigned int index, nvmlDevice_t* migDevice);

@@ -96,6 +96,7 @@ struct NvmlLibrary::Symbols {
   nvmlDeviceGetBrand_fn brand = nullptr;
   nvmlDeviceGetGpuFabricInfo_fn fabric = nullptr;
   nvmlDeviceGetGpuFabricInfoV_fn fabric_v = nullptr;
+  nvmlDeviceGetAddressingMode_fn addressing_mode = nullptr;  // optional: NVML 12.9+
   nvmlDeviceGetMigMode_fn mig_mode = nullptr;
   nvmlDeviceGetMaxMigDeviceCount_fn max_mig = nullptr;
   nvmlDeviceGetMigDeviceHandleByIndex_fn mig_by_index = nullptr;
@@ -260,6 +261,7 @@ Status NvmlLibrary::resolve() {
   s.brand = lookup<nvmlDeviceGetBrand_fn>(handle_, "nvmlDeviceGetBrand");
   s.fabric = lookup<nvmlDeviceGetGpuFabricInfo_fn>(handle_, "nvmlDeviceGetGpuFabricInfo");
   s.fabric_v = lookup<nvmlDeviceGetGpuFabricInfoV_fn>(handle_, "nvmlDeviceGetGpuFabricInfoV");
+  s.addressing_mode = lookup<nvmlDeviceGetAddressingMode_fn>(handle_, "nvmlDeviceGetAddressingMode");
   symbols_.fabric_info = s.fabric_v ? "nvmlDeviceGetGpuFabricInfoV" : s.fabric ? "nvmlDeviceGetGpuFabricInfo" : "";
   s.mig_mode = lookup<nvmlDeviceGetMigMode_fn>(handle_, "nvmlDeviceGetMigMode");
   s.max_mig = lookup<nvmlDeviceGetMaxMigDeviceCount_fn>(handle_, "nvmlDeviceGetMaxMigDeviceCount");
@@ -433,6 +435,13 @@ NvmlResult<nvmlBrandType_t> NvmlLibrary::brand(nvmlDevice_t d) const {
   nvmlBrandType_t b = NVML_BRAND_UNKNOWN;
   KGPU_NVML_CALL(nvmlBrandType_t, sym_->brand, "nvmlDeviceGetBrand", d, &b);
   return b;
+}
+
+NvmlResult<unsigned> NvmlLibrary::addressing_mode(nvmlDevice_t d) const {
+  nvmlDeviceAddressingMode_t mode{};
+  mode.version = static_cast<unsigned>(sizeof(nvmlDeviceAddressingMode_t)) | (1U << 24U);
+  KGPU_NVML_CALL(unsigned, sym_->addressing_mode, "nvmlDeviceGetAddressingMode", d, &mode);
+  return mode.value;
 }
 
 NvmlResult<FabricInfo> NvmlLibrary::fabric_info(nvmlDevice_t d) const {

@@ -112,6 +112,7 @@ class NvmlLibrary {
   NvmlResult<nvmlDeviceArchitecture_t> architecture(nvmlDevice_t d) const;
   NvmlResult<nvmlBrandType_t> brand(nvmlDevice_t d) const;
   NvmlResult<FabricInfo> fabric_info(nvmlDevice_t d) const;
+  NvmlResult<unsigned> addressing_mode(nvmlDevice_t d) const;  // NVML_DEVICE_ADDRESSING_MODE_*
 
   // --- MIG ---
   NvmlResult<MigMode> mig_mode(nvmlDevice_t d) const;

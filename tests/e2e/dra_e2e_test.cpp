@@ -18,6 +18,7 @@
 
 #include "e2e/dra_fixture.h"
 #include "fake-nvml/fake_nvml_control.h"
+#include "mps/claim_shm.h"
 #include "mps/readiness.h"
 #include "sim/dra_kubelet_sim.h"
 #include "support/eventually.h"
@@ -142,12 +143,14 @@ TEST_F(DraE2E, RegistersPublishesPreparesAndSurvivesARestartBetweenPrepareAndUnp
   EXPECT_FALSE(fs::exists(work.path() + "/plugins_registry/" + kDriver + "-reg.sock"));
 }
 
-// An XID on a GPU DRA owns takes exactly that device out of the published slice (the device-plugin
-// API's GPUs are untouched); slices someone deletes come back at once (the watch); a restarted
-// kubelet finds the registration socket again.
-TEST_F(DraE2E, XidTakesADeviceOutOfTheSliceAndDeletedSlicesComeBack) {
+// On an API server that drops device taints (DRADeviceTaints off), an XID on a GPU DRA owns takes
+// exactly that device out of the published slice (the device-plugin API's GPUs are untouched), and
+// kgpu says once why; slices someone deletes come back at once (the watch); a restarted kubelet
+// finds the registration socket again.
+TEST_F(DraE2E, WithoutTaintsServedAnXidTakesTheDeviceOutOfTheSliceAndDeletedSlicesComeBack) {
   fs::create_directories(cdi_dir);
   FakeApiServer api("node-1", {});
+  api.set_device_taints(FakeApiServer::DeviceTaints::Stripped);
   fake_nvml::Control control{work.file("nvml.control")};
   auto options = dra_options(api, "0,1");
   options.env["KGPU_FAKE_NVML_CONTROL"] = control.path();
@@ -170,6 +173,9 @@ TEST_F(DraE2E, XidTakesADeviceOutOfTheSliceAndDeletedSlicesComeBack) {
   };
   ASSERT_TRUE(eventually(only_the_other, 20s)) << diagnostics(*plugin);
   EXPECT_EQ(sim->snapshot().find(kGpu)->healthy_count(), 6u);
+  const std::string log = plugin->stderr_text();
+  EXPECT_NE(log.find("without its device taints; from now on unhealthy devices are left out"), std::string::npos)
+      << log;
 
   // Someone deletes the slices (a controller, an operator): kgpu's watch of the node's slices puts
   // them back at once, without waiting for a change or a kubelet registration.
@@ -183,6 +189,71 @@ TEST_F(DraE2E, XidTakesADeviceOutOfTheSliceAndDeletedSlicesComeBack) {
   ASSERT_TRUE(again) << again.error().message << "\n" << diagnostics(*plugin);
   EXPECT_TRUE(eventually(only_the_other, 20s)) << diagnostics(*plugin);
   EXPECT_TRUE(api.slice_rejections().empty());
+}
+
+// The taints of device `name` in the published slices, without the server's timeAdded; null when
+// the device is not published.
+nlohmann::json taints_of(const FakeApiServer& api, const std::string& name) {
+  for (const auto& [slice_name, slice] : api.slices())
+    for (const auto& d : slice["spec"].value("devices", nlohmann::json::array())) {
+      if (d.value("name", "") != name) continue;
+      nlohmann::json taints = d.value("taints", nlohmann::json::array());
+      for (auto& t : taints) t.erase("timeAdded");
+      return taints;
+    }
+  return nullptr;
+}
+
+nlohmann::json taint(const std::string& xid, const std::string& effect) {
+  return nlohmann::json::array({{{"key", "gpu.nvidia.com/xid"}, {"value", xid}, {"effect", effect}}});
+}
+
+// Issue 29, item 8: health as device taints, as NVIDIA's DRA driver publishes it. On a server that
+// keeps them, an XID leaves the device in the slice with gpu.nvidia.com/xid=<XID>: NoSchedule, or
+// NoExecute for an XID the operator opted in (kgpu.dra.noExecuteXids); an XID the policy ignores
+// shows as an informational None taint; recovery lifts the taint.
+TEST_F(DraE2E, XidsBecomeDeviceTaintsAndRecoveryLiftsThem) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  api.set_device_taints(FakeApiServer::DeviceTaints::Served);
+  fake_nvml::Control control{work.file("nvml.control")};
+  auto options = dra_options(api, "0,1,2");
+  options.env["KGPU_FAKE_NVML_CONTROL"] = control.path();
+  options.config_file = work.write("taints.yaml", R"(version: v1
+kgpu:
+  dra:
+    noExecuteXids: [48]
+  health:
+    recovery:
+      probeIntervalMs: 20
+      quietPeriodMs: 3000
+)");
+  auto plugin = start(options);
+  ASSERT_TRUE(eventually([&] { return published(api).size() == 3; }, 20s)) << diagnostics(*plugin);
+  ASSERT_TRUE(eventually([&] { return plugin->stderr_text().find("health: watching") != std::string::npos; }, 20s))
+      << diagnostics(*plugin);
+  const auto uuids = published_uuids(api);
+  ASSERT_EQ(uuids.size(), 3u);
+  auto it = uuids.begin();
+  const auto [recovering, recovering_uuid] = *it++;
+  const auto [broken, broken_uuid] = *it++;
+  const auto [busy, busy_uuid] = *it;
+  ASSERT_TRUE(control.inject_xid(recovering_uuid, 74));  // NVLink error: unhealthy, recoverable
+  ASSERT_TRUE(control.inject_ecc_double(broken_uuid));    // XID 48, opted in to NoExecute
+  ASSERT_TRUE(control.inject_xid(busy_uuid, 13));         // an application's error: informational
+  auto tainted = [&] {
+    return taints_of(api, recovering) == taint("74", "NoSchedule") && taints_of(api, broken) == taint("48", "NoExecute") &&
+           taints_of(api, busy) == taint("13", "None");
+  };
+  ASSERT_TRUE(eventually(tainted, 20s)) << api.slices().begin()->second.dump() << diagnostics(*plugin);
+  EXPECT_EQ(published(api).size(), 3u) << "tainted devices stay published";
+  // The recoverable one comes back after the quiet period: its taint is lifted, the others stay.
+  auto recovered = [&] {
+    return taints_of(api, recovering) == nlohmann::json::array() && taints_of(api, broken) == taint("48", "NoExecute");
+  };
+  EXPECT_TRUE(eventually(recovered, 20s)) << api.slices().begin()->second.dump() << diagnostics(*plugin);
+  EXPECT_TRUE(api.slice_rejections().empty());
+  EXPECT_EQ(plugin->stderr_text().find("without its device taints"), std::string::npos);
 }
 
 // A claim's opaque GpuConfig asks for a time-slice interval: kgpu runs nvidia-smi (a recording
@@ -263,10 +334,25 @@ TEST_F(DraE2E, TimeSlicingAndMpsClaimsGetTheirSharing) {
   EXPECT_EQ(static_cast<uint64_t>(shm_fs.f_blocks) * shm_fs.f_bsize, 16u << 20);
   EXPECT_NE(daemon_log.find("shm-device " + std::to_string(shm_stat.st_dev) + "\n"), std::string::npos) << daemon_log;
 
-  auto unprepared = kubelet.unprepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}, {"team-a", "uid-mps", "uid-mps"}});
-  ASSERT_TRUE(unprepared);
-  EXPECT_EQ(unprepared->at("uid-ts"), "");
-  EXPECT_EQ(unprepared->at("uid-mps"), "");
+  // kgpu restarts between prepare and unprepare (issue 29, item 7): the checkpoint remembers which
+  // GPUs it set, so the compute modes are still put back after the restart; the claim's daemon and
+  // its shared memory (kgpu mps-daemon's) stay.
+  plugin->signal(SIGTERM);
+  ASSERT_EQ(plugin->wait_exit(20s), 0) << diagnostics(*plugin);
+  plugin = start(options);
+  sim::DraKubeletSim restarted(work.path(), 34);
+  ASSERT_TRUE(restarted.wait_for_plugin(20s)) << diagnostics(*plugin);
+  EXPECT_TRUE(mps_marker_live(claim_dir + "/.ready")) << supervisor.stderr_text();
+  EXPECT_TRUE(is_tmpfs_mount_point(shm));
+  std::map<std::string, std::string> unprepare_errors;
+  auto unprepared_all = [&] {  // as the kubelet does, until kgpu knows its devices again
+    auto answer = restarted.unprepare(kDriver, {{"team-a", "uid-ts", "uid-ts"}, {"team-a", "uid-mps", "uid-mps"}});
+    if (!answer) return false;
+    unprepare_errors = *answer;
+    return unprepare_errors.at("uid-ts").empty() && unprepare_errors.at("uid-mps").empty();
+  };
+  ASSERT_TRUE(eventually(unprepared_all, 20s)) << unprepare_errors["uid-ts"] << unprepare_errors["uid-mps"]
+                                               << diagnostics(*plugin);
   // Both GPUs back to the driver's defaults once their claims are gone.
   EXPECT_EQ(lines(read_calls()),
             (std::multiset<std::string>{"-i " + sliced_uuid + " -c DEFAULT", "compute-policy -i " + sliced_uuid + " --set-timeslice 3",

@@ -161,6 +161,18 @@ KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandT
                                      [](const Simulator& sim, const nvmlDevice_st& d) { return sim.gpu(d).brand; });
 }
 
+KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device, nvmlDeviceAddressingMode_t* mode) {
+  return device_call(device, "nvmlDeviceGetAddressingMode", [&](Simulator& sim, nvmlDevice_st& d) {
+    if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    // The versioned struct of NVML 12.9: a caller built for another layout is refused, as NVML does.
+    if (mode->version != (static_cast<unsigned>(sizeof(nvmlDeviceAddressingMode_t)) | (1U << 24U)))
+      return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (!sim.gpu(d).addressing_mode) return NVML_ERROR_NOT_SUPPORTED;
+    mode->value = *sim.gpu(d).addressing_mode;
+    return NVML_SUCCESS;
+  });
+}
+
 KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
   return device_call(device, "nvmlDeviceGetNumaNodeId", [&](Simulator& sim, nvmlDevice_st& d) {
     if (node == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
@@ -208,6 +220,7 @@ static_assert(std::is_same_v<decltype(&nvmlDeviceGetMemoryInfo), nvmlDeviceGetMe
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetCudaComputeCapability), nvmlDeviceGetCudaComputeCapability_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetArchitecture), nvmlDeviceGetArchitecture_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetBrand), nvmlDeviceGetBrand_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetAddressingMode), nvmlDeviceGetAddressingMode_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetNumaNodeId), nvmlDeviceGetNumaNodeId_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetPowerUsage), nvmlDeviceGetPowerUsage_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetTemperature), nvmlDeviceGetTemperature_fn>);

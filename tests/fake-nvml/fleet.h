@@ -89,6 +89,8 @@ struct Gpu {
   std::string uuid;
   std::string name;
   nvmlBrandType_t brand = NVML_BRAND_NVIDIA;
+  // nvmlDeviceGetAddressingMode's NVML_DEVICE_ADDRESSING_MODE_*; nullopt: NOT_SUPPORTED (most systems).
+  std::optional<unsigned> addressing_mode;
   nvmlDeviceArchitecture_t architecture = NVML_DEVICE_ARCH_UNKNOWN;
   int cc_major = 0, cc_minor = 0;
   std::string serial;

@@ -237,6 +237,12 @@ Gpu parse_gpu(const Layered& node, unsigned position) {
   if (gpu.uuid.rfind("GPU-", 0) != 0) throw node.require("uuid").error("a GPU uuid starts with 'GPU-'");
   gpu.name = node.require("name").str();
   if (auto brand = node.get("brand")) gpu.brand = from_table(*brand, brand_names(), "brand");
+  if (auto mode = node.get("addressing_mode")) {
+    static const std::map<std::string, unsigned> modes = {{"none", NVML_DEVICE_ADDRESSING_MODE_NONE},
+                                                          {"hmm", NVML_DEVICE_ADDRESSING_MODE_HMM},
+                                                          {"ats", NVML_DEVICE_ADDRESSING_MODE_ATS}};
+    gpu.addressing_mode = from_table(*mode, modes, "addressing_mode");
+  }
   gpu.architecture = from_table(node.require("architecture"), architecture_names(), "architecture");
   {
     auto cc = node.require("compute_capability");
@@ -419,7 +425,7 @@ Fleet parse_document(const YAML::Node& root, const std::string& path) {
     if (auto init = failures.get("init")) fleet.init_failure = return_code(*init);
   }
   static const std::set<std::string> gpu_keys = {
-      "index", "uuid", "name", "brand", "architecture", "compute_capability", "serial", "minor", "numa_node",
+      "index", "uuid", "name", "brand", "addressing_mode", "architecture", "compute_capability", "serial", "minor", "numa_node",
       "memory", "pci", "sm_count", "nvlinks", "power_mw", "power_limit_mw", "temperature_c", "supported_events",
       "fabric", "mig", "lost", "fail", "telemetry"};
   std::optional<detail::Field> defaults = top.get("defaults");

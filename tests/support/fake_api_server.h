@@ -54,6 +54,12 @@ class FakeApiServer {
     EndlessLine,    // watches: 200, then bytes without a newline (up to 64 MiB)
   };
 
+  // What the server does with ResourceSlice device taints (KEP-5055): refuse them as unknown fields
+  // (422, a Kubernetes before them with strict field validation; the default), drop them and store
+  // the rest (DRADeviceTaints off: the field is cleared before storing), keep them (stamping
+  // timeAdded, as the API server does), or keep them but refuse effect None (servers before it).
+  enum class DeviceTaints { Refused, Stripped, Served, NoneEffectRefused };
+
   // port 0: any free port.
   FakeApiServer(std::string node_name, std::map<std::string, std::string> labels, int port = 0)
       : node_(std::move(node_name)), labels_(std::move(labels)) {
@@ -211,6 +217,11 @@ class FakeApiServer {
 
   // Every later request misbehaves as `fault` says; Fault::None restores normal answers (and
   // releases stalled requests, which then answer 503).
+  void set_device_taints(DeviceTaints mode) {
+    std::lock_guard lock(mu_);
+    device_taints_ = mode;
+  }
+
   void set_fault(Fault fault) {
     {
       std::lock_guard lock(mu_);
@@ -589,7 +600,8 @@ class FakeApiServer {
       if (!serves(version)) return status(res, 404, "NotFound");
       if (take(write_failures_, res)) return;
       json body = json::parse(req.body, nullptr, false);
-      if (auto problem = validate_slice(body, version); !problem.empty()) return reject(res, problem);
+      if (auto problem = accept_taints(body, version); !problem.empty()) return reject(res, problem);
+      if (auto problem = validate_slice(body, version, device_taints_); !problem.empty()) return reject(res, problem);
       if (body["metadata"].contains("resourceVersion")) return reject(res, "metadata.resourceVersion must not be set on create");
       const std::string name = body["metadata"]["name"];
       if (slices_.count(name)) {
@@ -610,7 +622,8 @@ class FakeApiServer {
       if (!serves(version)) return status(res, 404, "NotFound");
       if (take(write_failures_, res)) return;
       json body = json::parse(req.body, nullptr, false);
-      if (auto problem = validate_slice(body, version); !problem.empty()) return reject(res, problem);
+      if (auto problem = accept_taints(body, version); !problem.empty()) return reject(res, problem);
+      if (auto problem = validate_slice(body, version, device_taints_); !problem.empty()) return reject(res, problem);
       if (body["metadata"]["name"] != name) return reject(res, "metadata.name does not match the path");
       auto it = slices_.find(name);
       if (it == slices_.end()) return status(res, 404, "NotFound");
@@ -750,7 +763,7 @@ class FakeApiServer {
       for (auto& d : out["spec"]["devices"]) {
         if (version == "v1beta1") {
           nlohmann::json basic = nlohmann::json::object();
-          for (const char* key : {"attributes", "capacity"})
+          for (const char* key : {"attributes", "capacity", "taints"})
             if (d.contains(key)) {
               basic[key] = d[key];
               d.erase(key);
@@ -767,7 +780,57 @@ class FakeApiServer {
 
   // The ResourceSlice schema essentials (k8s.io/api resource v1 / v1beta1 types and validation):
   // "" when `s` passes, else the first problem.
-  static std::string validate_slice(const nlohmann::json& s, const std::string& version) {
+  // mu_ held. Before validation: strips the devices' taints (Stripped) or stamps them with timeAdded
+  // (Served), as the API server does; "" or the problem of a write the mode refuses.
+  std::string accept_taints(nlohmann::json& body, const std::string& version) {
+    if (!body.is_object() || !body.contains("spec") || !body["spec"].is_object()) return "";
+    auto& devices = body["spec"]["devices"];
+    if (!devices.is_array()) return "";
+    for (size_t i = 0; i < devices.size(); ++i) {
+      auto& d = devices[i];
+      if (!d.is_object()) continue;
+      nlohmann::json& fields = version == "v1beta1" && d.contains("basic") && d["basic"].is_object() ? d["basic"] : d;
+      if (!fields.contains("taints")) continue;
+      if (device_taints_ == DeviceTaints::Stripped) {
+        fields.erase("taints");
+        continue;
+      }
+      if (!fields["taints"].is_array()) continue;  // validate_slice names it
+      for (size_t k = 0; k < fields["taints"].size(); ++k) {
+        auto& taint = fields["taints"][k];
+        if (!taint.is_object()) continue;
+        if (device_taints_ == DeviceTaints::NoneEffectRefused && taint.value("effect", "") == "None")
+          return "spec.devices[" + std::to_string(i) + "].taints[" + std::to_string(k) +
+                 "].effect: Unsupported value: \"None\": supported values: \"NoExecute\", \"NoSchedule\"";
+        if (device_taints_ != DeviceTaints::Refused) taint["timeAdded"] = "2026-11-26T12:00:00Z";
+      }
+    }
+    return "";
+  }
+
+  static std::string validate_taints(const nlohmann::json& taints, bool none_served) {
+    static const std::regex kLabelValue("([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?");
+    if (!taints.is_array() || taints.size() > 16) return "taints: must be a list of at most 16";
+    for (const auto& t : taints) {
+      if (!t.is_object()) return "taints[] is not an object";
+      for (const auto& [key, value] : t.items())
+        if (key != "key" && key != "value" && key != "effect" && key != "timeAdded")
+          return "taints[]: unknown field \"" + key + "\"";
+      if (!t.contains("key") || !t["key"].is_string() || t["key"].get<std::string>().empty())
+        return "taints[].key: Required value";
+      if (t.contains("value") && (!t["value"].is_string() || t["value"].get<std::string>().size() > 63 ||
+                                  !std::regex_match(t["value"].get<std::string>(), kLabelValue)))
+        return "taints[].value is not a label value";
+      const std::string effect = t.value("effect", "");
+      if (effect != "NoSchedule" && effect != "NoExecute" && !(none_served && effect == "None"))
+        return "taints[].effect: Unsupported value: \"" + effect + "\"";
+    }
+    return "";
+  }
+
+  static std::string validate_slice(const nlohmann::json& s, const std::string& version,
+                                    DeviceTaints taints = DeviceTaints::Refused) {
+    const bool taints_served = taints == DeviceTaints::Served || taints == DeviceTaints::NoneEffectRefused;
     using nlohmann::json;
     static const std::regex kDnsLabel("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
     static const std::regex kDnsSubdomain("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
@@ -832,7 +895,12 @@ class FakeApiServer {
     if (placements != 1) return "exactly one of spec.nodeName, spec.nodeSelector, spec.allNodes is required";
     const json& devices = spec.value("devices", json::array());
     if (!devices.is_array()) return "spec.devices is not an array";
-    if (devices.size() > 128) return "spec.devices: must have at most 128 items";
+    const bool tainted = std::any_of(devices.begin(), devices.end(), [](const json& d) {
+      return d.is_object() && (d.contains("taints") || (d.contains("basic") && d["basic"].is_object() && d["basic"].contains("taints")));
+    });
+    if (devices.size() > (tainted ? 64u : 128u))
+      return tainted ? "spec.devices: must have at most 64 items when a device has taints"
+                     : "spec.devices: must have at most 128 items";
     std::set<std::string> names;
     for (const auto& d : devices) {
       if (!d.is_object()) return "spec.devices[] is not an object";
@@ -845,10 +913,19 @@ class FakeApiServer {
         if (auto p = only(d, {"name", "basic"}, "spec.devices[]"); !p.empty()) return p;
         if (!d.contains("basic") || !d["basic"].is_object()) return "spec.devices[].basic is required in v1beta1";
         fields = &d["basic"];
-        if (auto p = only(*fields, {"attributes", "capacity"}, "spec.devices[].basic"); !p.empty()) return p;
+        if (auto p = taints_served ? only(*fields, {"attributes", "capacity", "taints"}, "spec.devices[].basic")
+                                   : only(*fields, {"attributes", "capacity"}, "spec.devices[].basic");
+            !p.empty())
+          return p;
       } else {
-        if (auto p = only(d, {"name", "attributes", "capacity"}, "spec.devices[]"); !p.empty()) return p;
+        if (auto p = taints_served ? only(d, {"name", "attributes", "capacity", "taints"}, "spec.devices[]")
+                                   : only(d, {"name", "attributes", "capacity"}, "spec.devices[]");
+            !p.empty())
+          return p;
       }
+      if (fields->contains("taints"))
+        if (auto p = validate_taints((*fields)["taints"], taints == DeviceTaints::Served); !p.empty())
+          return "spec.devices[]." + p;
       const json& attributes = fields->value("attributes", json::object());
       const json& capacity = fields->value("capacity", json::object());
       if (!attributes.is_object() || !capacity.is_object()) return "attributes / capacity is not a map";
@@ -973,6 +1050,7 @@ class FakeApiServer {
   Failures write_failures_, list_failures_;
   size_t page_size_ = 0;
   bool stall_slice_writes_ = false;
+  DeviceTaints device_taints_ = DeviceTaints::Refused;
   std::string touch_after_list_;
   SliceCounts slice_counts_;
   std::vector<std::string> slice_rejections_;

@@ -210,6 +210,7 @@ const std::map<std::string, Change>& changes() {
       {"kgpu.dra.amdDriver", {"", "kgpu: {dra: {amdDriver: amd.example.com}}\n"}},
       {"kgpu.dra.intelDriver", {"", "kgpu: {dra: {intelDriver: intel.example.com}}\n"}},
       {"kgpu.dra.nvidiaSmiPath", {"", "kgpu: {dra: {nvidiaSmiPath: /x/nvidia-smi}}\n"}},
+      {"kgpu.dra.noExecuteXids", {"", "kgpu: {dra: {noExecuteXids: [48, 79]}}\n"}},
       {"kgpu.health.enabled", {"", "kgpu: {health: {enabled: false}}\n"}},
       {"kgpu.health.xidsEnabled", {"", "kgpu: {health: {xidsEnabled: false}}\n"}},
       {"kgpu.health.ignoredXids", {"", "kgpu: {health: {ignoredXids: [1]}}\n"}},

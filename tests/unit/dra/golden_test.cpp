@@ -81,7 +81,7 @@ TEST_P(GoldenSlices, MatchesGoldenFile) {
   EXPECT_EQ(text, read_file(golden)) << "slices differ from " << golden;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fleets, GoldenSlices, ::testing::Values("dgx-a100", "a100-mig-mixed", "hgx-h100"),
+INSTANTIATE_TEST_SUITE_P(Fleets, GoldenSlices, ::testing::Values("dgx-a100", "a100-mig-mixed", "hgx-h100", "gh200-x4"),
                          [](const auto& case_info) {
                            std::string n = case_info.param;
                            for (auto& ch : n)

@@ -42,7 +42,8 @@ struct Node {
     o.node_name = "node-1";
     auto p = build_publication(inventory, o);
     EXPECT_TRUE(p.ok());
-    pool = p->pools.at(0);
+    // As the daemon hands devices to the claim store: none tainted unhealthy (dra_wiring.cpp).
+    pool = with_taint_support(p->pools.at(0), TaintSupport::Off);
   }
   Result<Preparation> prepare(const json& claim, const DriverFiles* files = nullptr) const {
     auto parsed = parse_resource_claim(claim.dump());

@@ -59,6 +59,23 @@ TEST(DraSlices, FullGpusWithNvidiaAttributeNamesAndTypes) {
   EXPECT_EQ(gpu1.capacity, (std::vector<Capacity>{{"memory", uint64_t{40} << 30}}));
 }
 
+// NVIDIA's addressingMode where NVML reports one (coherent-memory systems), on the GPU and its MIG
+// devices; absent otherwise, as NVIDIA's driver (issue 29, item 2).
+TEST(DraSlices, AddressingModeOnlyWhereNvmlReportsIt) {
+  Inventory inv = testing::a100_node(2, 1);
+  inv.gpus[0].addressing_mode = "ATS";
+  const auto p = publish(inv);
+  for (const auto& d : p.pools[0].devices) {
+    const AttributeValue* mode = d.attribute("addressingMode");
+    if (d.name == "gpu-0" || d.name.rfind("gpu-0-", 0) == 0) {
+      ASSERT_NE(mode, nullptr) << d.name;
+      EXPECT_EQ(*mode, AttributeValue(std::string("ATS")));
+    } else {
+      EXPECT_EQ(mode, nullptr) << d.name;
+    }
+  }
+}
+
 TEST(DraSlices, PcieRootPublishedWhenKnown) {
   SliceOptions o = options();
   o.pcie_roots["0000:01:00.0"] = "pci0000:00";
@@ -69,26 +86,85 @@ TEST(DraSlices, PcieRootPublishedWhenKnown) {
   EXPECT_EQ(p->pools[0].devices[1].attribute(kPcieRootAttribute), nullptr);
 }
 
-TEST(DraSlices, UnhealthyGpuLeavesThePoolAndComesBack) {
+// Issue 29, item 8: health as device taints, as NVIDIA's DRA driver publishes it. The device stays
+// (a running claim's device stays visible) with the XID; recovery lifts the taint.
+TEST(DraSlices, UnhealthyGpuStaysWithItsXidTaintAndLosesItWhenItRecovers) {
   Inventory inv = testing::a100_node(4, 0);
   const auto before = publish(inv);
-  inv.gpus[2].health = {false, "XID 79 (GPU has fallen off the bus)"};
+  inv.gpus[2].health = {false, "XID 79 (GPU has fallen off the bus)", 79};
   const auto after = publish(inv);
-  EXPECT_EQ(names(after.pools[0]), (std::vector<std::string>{"gpu-0", "gpu-1", "gpu-3"}));
+  EXPECT_EQ(names(after.pools[0]), (std::vector<std::string>{"gpu-0", "gpu-1", "gpu-2", "gpu-3"}));
+  EXPECT_EQ(find(after.pools[0], "gpu-2")->taints,
+            (std::vector<DeviceTaint>{{"gpu.nvidia.com/xid", "79", kTaintNoSchedule}}));
+  EXPECT_TRUE(find(after.pools[0], "gpu-1")->taints.empty());
   ASSERT_EQ(after.notes.size(), 1u);
   EXPECT_NE(after.notes[0].find("XID 79"), std::string::npos) << after.notes[0];
   EXPECT_NE(before, after);
+  // Where the API server keeps no taints, the device is left out, as before taints.
+  EXPECT_EQ(names(with_taint_support(after.pools[0], TaintSupport::Off)),
+            (std::vector<std::string>{"gpu-0", "gpu-1", "gpu-3"}));
   inv.gpus[2].health = {};
   EXPECT_EQ(publish(inv), before);
 }
 
+TEST(DraSlices, TaintKeysEffectsAndTheOperatorsNoExecuteXids) {
+  Inventory inv = testing::a100_node(4, 0);
+  inv.gpus[0].health = {false, "GPU is lost (NVML_ERROR_GPU_IS_LOST)"};
+  inv.gpus[1].health = {false, "XID 48 (DBE)", 48};
+  inv.gpus[2].health.informational_xid = 13;  // an application's error: the policy ignores it
+  auto o = options();
+  o.drivers.nvidia = "gpu.example.com";
+  o.no_execute_xids = {48};
+  auto p = build_publication(inv, o);
+  ASSERT_TRUE(p.ok());
+  const auto& pool = p->pools[0];
+  EXPECT_EQ(find(pool, "gpu-0")->taints, (std::vector<DeviceTaint>{{"gpu.example.com/gpu-lost", "", kTaintNoSchedule}}));
+  EXPECT_EQ(find(pool, "gpu-1")->taints, (std::vector<DeviceTaint>{{"gpu.example.com/xid", "48", kTaintNoExecute}}));
+  EXPECT_EQ(find(pool, "gpu-2")->taints, (std::vector<DeviceTaint>{{"gpu.example.com/xid", "13", kTaintNone}}));
+  EXPECT_TRUE(find(pool, "gpu-3")->taints.empty());
+  // A server before effect None keeps the others; one without taints keeps the healthy devices.
+  const auto no_none = with_taint_support(pool, TaintSupport::NoInformational);
+  EXPECT_TRUE(find(no_none, "gpu-2")->taints.empty());
+  EXPECT_EQ(find(no_none, "gpu-1")->taints.size(), 1u);
+  const auto off = with_taint_support(pool, TaintSupport::Off);
+  EXPECT_EQ(names(off), (std::vector<std::string>{"gpu-2", "gpu-3"}));
+  EXPECT_TRUE(find(off, "gpu-2")->taints.empty());
+}
+
+TEST(DraSlices, TaintsAreWrittenInBothApiVersionsAndShrinkTheSlicesTo64Devices) {
+  Inventory inv = testing::a100_node(2, 0);
+  inv.gpus[1].health = {false, "XID 79", 79};
+  const auto pool = publish(inv).pools[0];
+  const auto v1 = resource_slices(pool, options(), 1, SliceApi::V1);
+  EXPECT_EQ(v1[0]["spec"]["devices"][1]["taints"],
+            (nlohmann::json::array({{{"key", "gpu.nvidia.com/xid"}, {"value", "79"}, {"effect", "NoSchedule"}}})));
+  EXPECT_FALSE(v1[0]["spec"]["devices"][0].contains("taints"));
+  const auto beta = resource_slices(pool, options(), 1, SliceApi::V1beta1);
+  EXPECT_EQ(beta[0]["spec"]["devices"][1]["basic"]["taints"], v1[0]["spec"]["devices"][1]["taints"]);
+  for (auto api : {SliceApi::V1, SliceApi::V1beta1})
+    EXPECT_EQ(resource_slice_texts(pool, options(), 1, api)[0], resource_slices(pool, options(), 1, api)[0].dump());
+  // 100 devices, one tainted: two slices of at most 64 (ResourceSliceMaxDevicesWithAdvancedFeatures).
+  DriverPool big = pool;
+  big.devices.assign(100, pool.devices[0]);
+  for (size_t i = 0; i < big.devices.size(); ++i) big.devices[i].name = "gpu-" + std::to_string(i);
+  big.devices[7].taints = pool.devices[1].taints;
+  const auto slices = resource_slices(big, options(), 1, SliceApi::V1);
+  ASSERT_EQ(slices.size(), 2u);
+  EXPECT_EQ(slices[0]["spec"]["devices"].size(), 64u);
+  EXPECT_EQ(slices[1]["spec"]["devices"].size(), 36u);
+  big.devices[7].taints.clear();
+  EXPECT_EQ(resource_slices(big, options(), 1, SliceApi::V1).size(), 1u);
+}
+
 TEST(DraSlices, AllGpusUnhealthyKeepsAnEmptyPoolSoTheDevicesAreRetracted) {
   Inventory inv = testing::a100_node(1, 0);
-  inv.gpus[0].health = {false, "XID 48"};
+  inv.gpus[0].health = {false, "XID 48", 48};
   const auto p = publish(inv);
   ASSERT_EQ(p.pools.size(), 1u);
-  EXPECT_TRUE(p.pools[0].devices.empty());
-  const auto slices = resource_slices(p.pools[0], options(), 3, SliceApi::V1);
+  ASSERT_EQ(p.pools[0].devices.size(), 1u);  // with its taint; without taints served:
+  const auto off = with_taint_support(p.pools[0], TaintSupport::Off);
+  EXPECT_TRUE(off.devices.empty());
+  const auto slices = resource_slices(off, options(), 3, SliceApi::V1);
   ASSERT_EQ(slices.size(), 1u);
   EXPECT_EQ(slices[0]["spec"]["devices"], nlohmann::json::array());
   EXPECT_EQ(slices[0]["spec"]["pool"]["generation"], 3);
@@ -130,16 +206,23 @@ TEST(DraSlices, MigLayoutChangeReplacesTheMigDevices) {
   EXPECT_EQ(names(publish(inv).pools[0]), (std::vector<std::string>{"gpu-0"}));
 }
 
-TEST(DraSlices, UnhealthyMigDeviceAloneLeaves_UnhealthyParentTakesAllItsMigDevices) {
+TEST(DraSlices, UnhealthyMigDeviceAloneIsTainted_UnhealthyParentTaintsAllItsMigDevices) {
   Inventory inv = testing::a100_node(2, 2);
-  inv.gpus[0].mig_devices[3].health = {false, "XID 94"};
+  inv.gpus[0].mig_devices[3].health = {false, "XID 94", 94};
   auto p = publish(inv);
-  EXPECT_EQ(p.pools[0].devices.size(), 13u);
-  EXPECT_EQ(find(p.pools[0], "gpu-0-mig-1g5gb-10-0"), nullptr);
-  inv.gpus[1].health = {false, "XID 79"};
+  EXPECT_EQ(p.pools[0].devices.size(), 14u);
+  for (const auto& d : p.pools[0].devices)
+    EXPECT_EQ(d.taints.empty(), d.name != "gpu-0-mig-1g5gb-10-0") << d.name;
+  auto off = with_taint_support(p.pools[0], TaintSupport::Off);
+  EXPECT_EQ(off.devices.size(), 13u);
+  EXPECT_EQ(find(off, "gpu-0-mig-1g5gb-10-0"), nullptr);
+  // A GPU-wide mark that only the parent carries (lost at discovery) holds for its MIG devices.
+  inv.gpus[1].health = {false, "GPU is lost"};
   p = publish(inv);
-  EXPECT_EQ(p.pools[0].devices.size(), 6u);
-  for (const auto& d : p.pools[0].devices) EXPECT_EQ(d.name.rfind("gpu-0-", 0), 0u) << d.name;
+  EXPECT_EQ(p.pools[0].devices.size(), 14u);
+  off = with_taint_support(p.pools[0], TaintSupport::Off);
+  EXPECT_EQ(off.devices.size(), 6u);
+  for (const auto& d : off.devices) EXPECT_EQ(d.name.rfind("gpu-0-", 0), 0u) << d.name;
 }
 
 TEST(DraSlices, DeviceNamesAreDnsLabelsForOddProfiles) {

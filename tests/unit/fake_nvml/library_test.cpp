@@ -39,7 +39,7 @@ TEST(FakeNvmlLibrary, HidesEverythingButNvmlSymbols) {
             nullptr);
   EXPECT_EQ(dlsym(library(), "_ZN4kgpu9fake_nvml14init_libraryEj"), nullptr);
   // Functions a newer driver has and this one does not: absent, so probing consumers fall back.
-  EXPECT_EQ(dlsym(library(), "nvmlDeviceGetAddressingMode"), nullptr);
+  EXPECT_EQ(dlsym(library(), "nvmlDeviceGetPlatformInfo"), nullptr);
 }
 
 TEST(FakeNvmlLibrary, ErrorStringNamesEveryCode) {

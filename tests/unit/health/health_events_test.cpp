@@ -58,11 +58,42 @@ TEST(ApplyHealthEvent, RecoverableXidSaysNothingOfAReset) {
   EXPECT_EQ(up.changes[0].describe(), "GPU-a: unhealthy: XID 8 (GPU stopped processing (command timeout))");
 }
 
-TEST(ApplyHealthEvent, IgnoredXidChangesNothing) {
+// An XID the policy ignores (an application's own error) changes no health; it is only noted for
+// DRA's informational taint (issue 29, item 8), on the devices it names.
+TEST(ApplyHealthEvent, IgnoredXidChangesNoHealthAndIsNotedAsInformational) {
   auto before = two_gpus_one_with_mig();
   auto up = apply_health_event(before, xid("GPU-a", 13), HealthConfig{});
-  EXPECT_FALSE(up.changed());
-  EXPECT_EQ(up.inventory, before);
+  EXPECT_TRUE(up.changes.empty());
+  EXPECT_TRUE(up.informational_changed);
+  EXPECT_TRUE(up.inventory.gpus[0].health.healthy);
+  EXPECT_EQ(up.inventory.gpus[0].health.informational_xid, 13u);
+  EXPECT_EQ(up.inventory.gpus[1], before.gpus[1]);
+  // The same XID again changes nothing; on a MIG instance only that MIG device notes it.
+  EXPECT_FALSE(apply_health_event(up.inventory, xid("GPU-a", 13), HealthConfig{}).changed());
+  auto mig = apply_health_event(before, xid("GPU-b", 43, 2, 0), HealthConfig{});
+  EXPECT_EQ(mig.inventory.gpus[1].mig_devices[1].health.informational_xid, 43u);
+  EXPECT_EQ(mig.inventory.gpus[1].mig_devices[0].health.informational_xid, 0u);
+  EXPECT_EQ(mig.inventory.gpus[1].health.informational_xid, 0u);
+  // A fatal XID keeps its number for the taint; recovery forgets both.
+  auto fatal = apply_health_event(up.inventory, xid("GPU-a", 79), HealthConfig{});
+  EXPECT_EQ(fatal.inventory.gpus[0].health.xid, 79u);
+  auto back = apply_health_event(fatal.inventory, {"GPU-a", HealthEvent::Kind::Recovered, 0, {}, {}, {}}, HealthConfig{});
+  EXPECT_EQ(back.inventory.gpus[0].health, HealthState{});
+  // Checks off: nothing at all.
+  HealthConfig off;
+  off.xids_enabled = false;
+  EXPECT_FALSE(apply_health_event(before, xid("GPU-a", 13), off).changed());
+  EXPECT_EQ(apply_health_event(before, xid("GPU-a", 13), off).inventory, before);
+}
+
+TEST(ApplyHealthEvent, DoubleBitEccKeepsXid48ForTheTaint) {
+  auto up = apply_health_event(two_gpus_one_with_mig(), {"GPU-a", HealthEvent::Kind::EccDoubleBit, 0, {}, {}, {}},
+                               HealthConfig{});
+  EXPECT_EQ(up.inventory.gpus[0].health.xid, 48u);
+  auto lost = apply_health_event(two_gpus_one_with_mig(), {"GPU-a", HealthEvent::Kind::Lost, 0, {}, {}, {}},
+                                 HealthConfig{});
+  EXPECT_FALSE(lost.inventory.gpus[0].health.healthy);
+  EXPECT_EQ(lost.inventory.gpus[0].health.xid, 0u);
 }
 
 TEST(ApplyHealthEvent, UnknownGpuChangesNothing) {
@@ -155,6 +186,18 @@ TEST(CarryOverHealth, RediscoveryKeepsFailuresButNotOtherVendorsOrGoneDevices) {
   Inventory lost = two_gpus_one_with_mig();
   lost.gpus[1].health = {false, "GPU is lost"};
   EXPECT_EQ(carry_over_health(two_gpus_one_with_mig(), lost).gpus[1].health.reason, "GPU is lost");
+}
+
+TEST(CarryOverHealth, RediscoveryKeepsTheXidOfAMarkAndAHealthyDevicesInformationalXid) {
+  Inventory before = two_gpus_one_with_mig();
+  before.gpus[0].health = {false, "XID 79 (GPU has fallen off the bus)", 79};
+  before.gpus[1].health.informational_xid = 13;
+  before.gpus[1].mig_devices[2].health.informational_xid = 43;
+  auto after = carry_over_health(before, two_gpus_one_with_mig());
+  EXPECT_EQ(after.gpus[0].health, before.gpus[0].health);
+  EXPECT_EQ(after.gpus[1].health.informational_xid, 13u);
+  EXPECT_EQ(after.gpus[1].mig_devices[2].health.informational_xid, 43u);
+  EXPECT_EQ(after.gpus[1].mig_devices[0].health.informational_xid, 0u);
 }
 
 TEST(CarryOverHealth, VanishedGpuStaysUnhealthyUntilItAnswersAgain) {

@@ -119,17 +119,22 @@ TEST_F(MonitorTest, FatalXidOnOneGpuReachesTheCallback) {
   EXPECT_EQ(monitor_->stats().probes, 0u);
 }
 
-TEST_F(MonitorTest, IgnoredXidIsDroppedByPolicy) {
+// An XID the policy ignores is neither tracked nor probed; it is still passed on (in order), for
+// DRA's informational taint, which apply_health_event records without a health change.
+TEST_F(MonitorTest, IgnoredXidIsNotTrackedButPassedOnForTheInformationalTaint) {
   Inventory inv = start_node(fleet_path("pcie-t4x2.yaml"));
   start_monitor(inv);
   ASSERT_TRUE(ctl_->wait_registered(inv.gpus[1].uuid, 5s));
   ASSERT_TRUE(ctl_->inject_xid(inv.gpus[0].uuid, 13));
   ASSERT_TRUE(ctl_->inject_xid(inv.gpus[1].uuid, 48));
-  ASSERT_TRUE(collector_.wait_for(1));
+  ASSERT_TRUE(collector_.wait_for(2));
   auto events = collector_.events();
-  ASSERT_EQ(events.size(), 1u);  // events are handled in order: 13 was seen and dropped first
-  EXPECT_EQ(events[0].gpu_uuid, inv.gpus[1].uuid);
+  ASSERT_EQ(events.size(), 2u);  // events are handled in order
+  EXPECT_EQ(events[0].gpu_uuid, inv.gpus[0].uuid);
+  EXPECT_EQ(events[0].xid, 13u);
+  EXPECT_EQ(events[1].gpu_uuid, inv.gpus[1].uuid);
   EXPECT_EQ(monitor_->stats().events_ignored, 1u);
+  EXPECT_EQ(monitor_->stats().unhealthy_tracked, 1u);  // 48 only
 }
 
 TEST_F(MonitorTest, EccDoubleBitEvent) {

@@ -96,29 +96,90 @@ TEST(SliceSync, IdenticalPublishWritesNothing_NorDoesARestartWithTheSameDevices)
   EXPECT_EQ(again.state().generations.at("gpu.nvidia.com"), 1);
 }
 
+// The slice as written, taints' timeAdded (the server's) left out.
+json without_time_added(json slice) {
+  for (auto& d : slice["spec"]["devices"])
+    for (auto* fields : {&d, d.contains("basic") ? &d["basic"] : nullptr})
+      if (fields && fields->contains("taints"))
+        for (auto& t : (*fields)["taints"]) t.erase("timeAdded");
+  return slice;
+}
+
 TEST(SliceSync, HealthChangeUpdatesTheSliceWithTheNextGeneration) {
   test::FakeApiServer api("node-1", {});
+  api.set_device_taints(test::FakeApiServer::DeviceTaints::Served);
   SlicePublisher publisher(server_of(api), options());
   publisher.set_timing(fast_timing());
   publisher.start();
   auto inv = testing::a100_node(4, 0);
   publisher.publish(pools_of(inv));
   ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
-  inv.gpus[2].health = {false, "XID 79 (GPU has fallen off the bus)"};
+  inv.gpus[2].health = {false, "XID 79 (GPU has fallen off the bus)", 79};
   const auto pools = pools_of(inv);
   publisher.publish(pools);
   ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
-  EXPECT_EQ(written(api, kSlice0), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
-  EXPECT_EQ(written(api, kSlice0)["spec"]["devices"].size(), 3u);
+  EXPECT_EQ(without_time_added(written(api, kSlice0)), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
+  const json device = written(api, kSlice0)["spec"]["devices"][2];
+  EXPECT_EQ(device["taints"][0]["key"], "gpu.nvidia.com/xid");
+  EXPECT_EQ(device["taints"][0]["value"], "79");
+  EXPECT_EQ(device["taints"][0]["timeAdded"], "2026-11-26T12:00:00Z");
   const auto counts = api.slice_counts();
   EXPECT_EQ(counts.creates, 1);
   EXPECT_EQ(counts.updates, 1);
   EXPECT_EQ(counts.rejected, 0);
   EXPECT_EQ(publisher.state().generations.at("gpu.nvidia.com"), 2);
+  EXPECT_EQ(publisher.state().taints, TaintSupport::Full);
+  // The server's timeAdded is not a difference: a restarted publisher finds the slices current.
+  SlicePublisher again(server_of(api), options());
+  again.set_timing(fast_timing());
+  again.start();
+  again.publish(pools);
+  ASSERT_TRUE(again.wait_synced(10s)) << again.state().problem;
+  EXPECT_EQ(api.slice_counts().writes(), counts.writes());
+}
+
+// Issue 29, item 8: where the API server does not keep device taints, kgpu finds out from its
+// answer, says so, and publishes as before taints (the unhealthy device left out) at once; a server
+// before effect None loses only the informational taints.
+TEST(SliceSync, AServerThatDropsOrRefusesTaintsGetsTheSlicesWithoutWhatItCannotHold) {
+  using Mode = test::FakeApiServer::DeviceTaints;
+  auto inv = testing::a100_node(4, 0);
+  inv.gpus[1].health = {false, "XID 79 (GPU has fallen off the bus)", 79};
+  inv.gpus[3].health.informational_xid = 13;
+  const auto pools = pools_of(inv);
+  struct Case {
+    Mode mode;
+    TaintSupport found;
+    size_t devices;
+  };
+  for (const auto& c : {Case{Mode::Stripped, TaintSupport::Off, 3}, Case{Mode::Refused, TaintSupport::Off, 3},
+                        Case{Mode::NoneEffectRefused, TaintSupport::NoInformational, 4}}) {
+    test::FakeApiServer api("node-1", {});
+    api.set_device_taints(c.mode);
+    SlicePublisher publisher(server_of(api), options());
+    publisher.set_timing(fast_timing());
+    publisher.start();
+    publisher.publish(pools);
+    ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+    EXPECT_EQ(publisher.state().taints, c.found) << static_cast<int>(c.mode);
+    EXPECT_TRUE(publisher.state().problem.empty()) << publisher.state().problem;
+    const json devices = written(api, kSlice0)["spec"]["devices"];
+    ASSERT_EQ(devices.size(), c.devices) << devices.dump();
+    for (const auto& d : devices) {
+      const bool tainted = d.contains("taints");
+      EXPECT_EQ(tainted, c.mode == Mode::NoneEffectRefused && d["name"] == "gpu-1") << d.dump();
+    }
+    // Settled: another publish of the same pools writes nothing more.
+    const auto writes = api.slice_counts().writes();
+    publisher.publish(pools);
+    ASSERT_TRUE(publisher.wait_synced(10s));
+    EXPECT_EQ(api.slice_counts().writes(), writes);
+  }
 }
 
 TEST(SliceSync, ConflictOnceIsReadAgainAndRetriedAtOnce) {
   test::FakeApiServer api("node-1", {});
+  api.set_device_taints(test::FakeApiServer::DeviceTaints::Served);  // the unhealthy GPU keeps its taint
   SlicePublisher publisher(server_of(api), options(), SliceApi::V1);
   auto timing = fast_timing();
   timing.first_backoff = 60s;  // a backoff would fail the test: a conflict is retried without one
@@ -133,12 +194,13 @@ TEST(SliceSync, ConflictOnceIsReadAgainAndRetriedAtOnce) {
   publisher.publish(pools);
   ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
   EXPECT_EQ(api.slice_counts().conflicts, 1);
-  EXPECT_EQ(written(api, kSlice0), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
+  EXPECT_EQ(without_time_added(written(api, kSlice0)), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
   EXPECT_TRUE(publisher.state().problem.empty());
 }
 
 TEST(SliceSync, SomeoneElsesUpdateAfterOurListIsAConflictThatEndsInOurContent) {
   test::FakeApiServer api("node-1", {});
+  api.set_device_taints(test::FakeApiServer::DeviceTaints::Served);  // the unhealthy GPU keeps its taint
   SlicePublisher publisher(server_of(api), options(), SliceApi::V1);
   publisher.set_timing(fast_timing());
   auto inv = testing::a100_node(2, 0);
@@ -153,7 +215,7 @@ TEST(SliceSync, SomeoneElsesUpdateAfterOurListIsAConflictThatEndsInOurContent) {
   EXPECT_EQ(api.slice_counts().conflicts, before.conflicts + 1);
   // Only the changed driver is read, twice; amd and intel are known to have no slices here.
   EXPECT_EQ(api.slice_counts().lists, before.lists + 2);
-  EXPECT_EQ(written(api, kSlice0), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
+  EXPECT_EQ(without_time_added(written(api, kSlice0)), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
 }
 
 TEST(SliceSync, ServerErrorsAreRetriedWithBackoffUntilTheyPass) {
@@ -417,6 +479,7 @@ TEST(SliceOwner, AnUnreadableNodeIsReadAgainUntilItsUidIsKnown_ThenEverySliceGet
 
 TEST(SliceWorker, EndsOnceInSyncAndAPublishStartsAnother) {
   test::FakeApiServer api("node-1", {});
+  api.set_device_taints(test::FakeApiServer::DeviceTaints::Served);  // the unhealthy GPU keeps its taint
   SlicePublisher publisher(server_of(api), options());
   publisher.set_timing(fast_timing());
   publisher.start();
@@ -434,7 +497,7 @@ TEST(SliceWorker, EndsOnceInSyncAndAPublishStartsAnother) {
   const auto pools = pools_of(inv);
   publisher.publish(pools);
   ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
-  EXPECT_EQ(written(api, kSlice0), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
+  EXPECT_EQ(without_time_added(written(api, kSlice0)), resource_slices(pools[0], options(), 2, SliceApi::V1)[0]);
   publisher.resync();  // the kubelet re-registered: read again, nothing to write
   ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
   ASSERT_TRUE(test::eventually([&] { return !publisher.state().worker; }, 10s));

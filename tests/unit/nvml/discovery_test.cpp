@@ -293,6 +293,39 @@ TEST(DiscoverNvidia, OneFailingGpuNeverFailsTheOthers) {
   EXPECT_EQ(inv.topology.link(0, 1).pcie, PcieLevel::Unknown);  // not asked of a lost GPU
 }
 
+// NVIDIA's DRA attribute addressingMode (issue 29, item 2): as NVML 12.9+ reports it on
+// coherent-memory systems, nothing where it is NOT_SUPPORTED (the fleet's default), and a failing
+// call is a warning, never a failed GPU.
+TEST(DiscoverNvidia, AddressingModeAsNvmlReportsIt) {
+  testing::TempDir dir;
+  testing::write_file(dir.path() + "/fleet.yaml", R"(node: {driver_version: "575.51.03", cuda_driver_version: 12090}
+defaults:
+  name: NVIDIA GH200 480GB
+  architecture: hopper
+  compute_capability: "9.0"
+  memory: {total_mib: 97871}
+  pci: {device_id: 0x2342}
+gpus:
+  - {index: 0, uuid: GPU-00000000-0000-4000-8000-000000000000, pci: {bus_id: "0000:01:00.0"}, addressing_mode: ats}
+  - {index: 1, uuid: GPU-11111111-1111-4111-8111-111111111111, pci: {bus_id: "0000:02:00.0"}, addressing_mode: hmm}
+  - {index: 2, uuid: GPU-22222222-2222-4222-8222-222222222222, pci: {bus_id: "0000:03:00.0"}, addressing_mode: none}
+  - {index: 3, uuid: GPU-33333333-3333-4333-8333-333333333333, pci: {bus_id: "0000:04:00.0"}}
+  - {index: 4, uuid: GPU-44444444-4444-4444-8444-444444444444, pci: {bus_id: "0000:05:00.0"}, addressing_mode: ats,
+     fail: {calls: {nvmlDeviceGetAddressingMode: NVML_ERROR_UNKNOWN}}}
+)");
+  FakeNode node(dir.path() + "/fleet.yaml");
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 5u);
+  EXPECT_EQ(inv.gpus[0].addressing_mode, "ATS");
+  EXPECT_EQ(inv.gpus[1].addressing_mode, "HMM");
+  EXPECT_EQ(inv.gpus[2].addressing_mode, "None");
+  EXPECT_EQ(inv.gpus[3].addressing_mode, "");
+  EXPECT_EQ(inv.gpus[4].addressing_mode, "");
+  EXPECT_TRUE(inv.gpus[4].health.healthy);
+  ASSERT_EQ(inv.warnings.size(), 1u);
+  EXPECT_THAT(inv.warnings[0], HasSubstr("nvmlDeviceGetAddressingMode"));
+}
+
 TEST(DiscoverNvidia, InitFailureIsAnError) {
   testing::TempDir dir;
   testing::write_file(dir.path() + "/fleet.yaml",
