@@ -73,8 +73,8 @@ Setting health_bool(std::string key, std::string help, F member) {
   return s;
 }
 
-// A setting of a nested section (Config::*section, then Section::*member): a bool, a string or a
-// list of strings, its kind following from the member's type.
+// A setting of a nested section (Config::*section, then Section::*member): a bool, a string, a
+// list of strings or a list of non-negative integers, its kind following from the member's type.
 template <typename Section, typename T>
 Setting nested(std::string key, Values flags, Values envs, std::string help, Section Config::*section,
                T Section::*member) {
@@ -82,6 +82,7 @@ Setting nested(std::string key, Values flags, Values envs, std::string help, Sec
   s.key = std::move(key);
   if constexpr (std::is_same_v<T, bool>) s.kind = SettingKind::Bool;
   else if constexpr (std::is_same_v<T, std::string>) s.kind = SettingKind::String;
+  else if constexpr (std::is_same_v<T, std::vector<uint64_t>>) s.kind = SettingKind::UIntList;
   else s.kind = SettingKind::List;
   s.flags = std::move(flags);
   s.envs = std::move(envs);
@@ -89,13 +90,21 @@ Setting nested(std::string key, Values flags, Values envs, std::string help, Sec
   s.apply = [section, member](Config& c, const Values& v) {
     if constexpr (std::is_same_v<T, bool>) (c.*section).*member = *parse_bool(v.front());
     else if constexpr (std::is_same_v<T, std::string>) (c.*section).*member = v.front();
-    else (c.*section).*member = v;
+    else if constexpr (std::is_same_v<T, std::vector<uint64_t>>) {
+      auto& numbers = (c.*section).*member;
+      numbers.clear();
+      for (const auto& x : v) numbers.push_back(*parse_uint(x));  // checked before apply
+    } else (c.*section).*member = v;
   };
   s.show = [section, member](const Config& c) {
     const T& value = (c.*section).*member;
     if constexpr (std::is_same_v<T, bool>) return show_bool(value);
     else if constexpr (std::is_same_v<T, std::string>) return quoted(value);
-    else return "[" + join(value, ", ") + "]";
+    else if constexpr (std::is_same_v<T, std::vector<uint64_t>>) {
+      Values texts;
+      for (auto x : value) texts.push_back(std::to_string(x));
+      return "[" + join(texts, ", ") + "]";
+    } else return "[" + join(value, ", ") + "]";
   };
   return s;
 }
@@ -302,42 +311,14 @@ std::vector<Setting> build_settings() {
   t.push_back(nested("kgpu.dra.nvidiaSmiPath", {"--dra-nvidia-smi"}, {"KGPU_DRA_NVIDIA_SMI"},
                      "nvidia-smi that applies DRA claims' time-slice intervals (default: the driver root's)",
                      &Config::dra, &DraConfig::nvidia_smi_path));
-  {
-    Setting s;
-    s.key = "kgpu.dra.noExecuteXids";
-    s.kind = SettingKind::UIntList;
-    s.flags = {"--dra-no-execute-xids"};
-    s.envs = {"KGPU_DRA_NO_EXECUTE_XIDS"};
-    s.help = "XIDs whose DRA device taint evicts the pods using the device (NoExecute; default: none, NoSchedule)";
-    s.apply = [](Config& c, const Values& v) {
-      c.dra.no_execute_xids.clear();
-      for (const auto& x : v) c.dra.no_execute_xids.push_back(*parse_uint(x));
-    };
-    s.show = [](const Config& c) {
-      Values xs;
-      for (auto x : c.dra.no_execute_xids) xs.push_back(std::to_string(x));
-      return "[" + join(xs, ", ") + "]";
-    };
-    t.push_back(std::move(s));
-  }
+  t.push_back(nested("kgpu.dra.noExecuteXids", {"--dra-no-execute-xids"}, {"KGPU_DRA_NO_EXECUTE_XIDS"},
+                     "XIDs whose DRA device taint evicts the pods using the device (NoExecute; default: none, "
+                     "NoSchedule)",
+                     &Config::dra, &DraConfig::no_execute_xids));
   t.push_back(health_bool("kgpu.health.enabled", "health checks", &HealthConfig::enabled));
   t.push_back(health_bool("kgpu.health.xidsEnabled", "XID event checks", &HealthConfig::xids_enabled));
-  {
-    Setting s;
-    s.key = "kgpu.health.ignoredXids";
-    s.kind = SettingKind::UIntList;
-    s.help = "XIDs that never mark a device unhealthy";
-    s.apply = [](Config& c, const Values& v) {
-      c.health.ignored_xids.clear();
-      for (const auto& x : v) c.health.ignored_xids.push_back(*parse_uint(x));
-    };
-    s.show = [](const Config& c) {
-      Values xs;
-      for (auto x : c.health.ignored_xids) xs.push_back(std::to_string(x));
-      return "[" + join(xs, ", ") + "]";
-    };
-    t.push_back(std::move(s));
-  }
+  t.push_back(nested("kgpu.health.ignoredXids", {}, {}, "XIDs that never mark a device unhealthy", &Config::health,
+                     &HealthConfig::ignored_xids));
   {
     Setting s;
     s.key = "kgpu.health.xidActions";
