@@ -145,8 +145,11 @@ int run_plugin(const PluginArgs& args) {
   }
   auto telemetry = metrics_server ? kgpu::cli::TelemetryWiring::start(metrics, config, env) : nullptr;
 
-  spdlog::info("kgpu {} starting; device-plugin directory {}", KGPU_VERSION,
-               kgpu::server::plugin_dir_of(options.config.kubelet_socket));
+  if (config.dra.enabled && !config.dra.device_plugin)
+    spdlog::info("kgpu {} starting; DRA only (kgpu.dra.devicePlugin false: no device-plugin API)", KGPU_VERSION);
+  else
+    spdlog::info("kgpu {} starting; device-plugin directory {}", KGPU_VERSION,
+                 kgpu::server::plugin_dir_of(options.config.kubelet_socket));
   kgpu::server::Daemon daemon(std::move(options));
   kgpu::cli::HealthWiring health(daemon, discovery, metrics_server ? &metrics : nullptr);
   kgpu::cli::LabelsWriter labels(static_cast<int64_t>(std::time(nullptr)));
