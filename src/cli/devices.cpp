@@ -24,6 +24,8 @@
 #include "dra/api_share.h"
 #include "dra/claim_checkpoint.h"
 #include "dra/claim_store.h"
+#include "dra/memory_shares.h"
+#include "dra/share_usage.h"
 #include "config/loader.h"
 #include "plan/plan.h"
 #include "podresources/client.h"
@@ -263,9 +265,17 @@ int run_devices(const DevicesArgs& args) {
               << " resource(s) under " << kgpu::server::plugin_dir_of(config.kubelet_socket)
               << " (is kgpu plugin running with this --kubelet-socket?)\n";
   if (args.output == "dra") return kgpu::cli::print_dra_slices(config, *inv);
+  // The shared GPUs' memory shares as the running plugin's checkpoint records them.
+  std::vector<kgpu::dra::SharedGpuUse> shares;
+  if (args.live && config.dra.enabled) {
+    const auto owned = kgpu::dra::dra_share(*inv, config.dra).owned;
+    const auto shareable = kgpu::dra::memory_share_options(*inv, config.dra.memory_sharing, owned).gpus;
+    shares = kgpu::dra::shared_gpu_use(*inv, shareable, checkpointed_claims(config, plan));
+  }
   if (args.output == "json") {
     auto j = to_json(*inv, plan, causes);
     j["config"] = {{"file", config.config_file}, {"origin", config_origin}};
+    if (args.live && config.dra.enabled) j["memoryShares"] = kgpu::dra::share_use_json(shares);
     j["nvml"] = nvml_path;
     if (args.prefer > 0)
       for (size_t i = 0; i < plan.resources.size(); ++i) {
@@ -282,6 +292,7 @@ int run_devices(const DevicesArgs& args) {
   std::cout << "Config: " << config_file << " (" << config_origin << ")\n";
   std::cout << "NVML: " << nvml_path << "\n";
   print_text(*inv, plan, causes);
+  if (!shares.empty()) std::cout << "DRA memory shares:\n" << kgpu::dra::share_use_text(shares);
   if (args.prefer > 0) {
     for (const auto& r : plan.resources) {
       std::vector<std::string> ids;

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "dra/api_share.h"
+#include "dra/memory_shares.h"
 #include "dra/pcie_roots.h"
 #include "dra/slice_builder.h"
 
@@ -35,13 +36,20 @@ int print_dra_slices(const Config& config, const Inventory& inventory) {
   options.drivers = dra::driver_names(config.dra);
   options.pcie_roots = dra::read_pcie_roots(config.sysfs_root, inventory);
   options.no_execute_xids = config.dra.no_execute_xids;
+  const auto share = dra::dra_share(inventory, config.dra);
+  // Shareable GPUs with their request policy (kgpu.dra.sharing.memory), as an API server that
+  // keeps consumable capacity gets them.
+  auto memory_shares = dra::memory_share_options(inventory, config.dra.memory_sharing, share.owned);
+  options.memory_shared_gpus = std::move(memory_shares.gpus);
+  options.memory_policy = memory_shares.memory_policy;
+  options.multiprocessors_default = memory_shares.multiprocessors_default;
   auto publication = dra::build_publication(inventory, options);
   if (!publication) {
     std::cerr << publication.error().message << " (set NODE_NAME)\n";
     return 1;
   }
+  for (auto& note : memory_shares.notes) publication->notes.push_back(std::move(note));
   nlohmann::json list{{"apiVersion", "v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
-  const auto share = dra::dra_share(inventory, config.dra);
   for (const auto& entry : share.unmatched)
     publication->notes.push_back("kgpu.dra.gpus entry \"" + entry + "\" names no NVIDIA GPU of this node");
   for (const auto& pool : dra::served_pools(std::move(publication->pools), inventory, config.dra, share.owned))

@@ -1,5 +1,7 @@
 #include "cli/dra_wiring.h"
 
+#include "cli/share_daemon_watch.h"
+
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 
@@ -15,12 +17,16 @@
 #include "dra/claim_sharing.h"
 #include "dra/claim_store.h"
 #include "dra/kubelet_plugin.h"
+#include "dra/memory_shares.h"
 #include "dra/pcie_roots.h"
 #include "dra/resource_api.h"
+#include "dra/share_usage.h"
 #include "dra/slice_builder.h"
 #include "dra/slice_publisher.h"
 #include "kube/api_request.h"
 #include "kube/api_server.h"
+#include "mps/readiness.h"
+#include "plan/mps_paths.h"
 #include "podresources/client.h"
 #include "server/daemon.h"
 
@@ -77,6 +83,49 @@ struct DraWiring::Impl {
   std::vector<std::string> overrides;        // under mu
   std::vector<std::string> hidden;           // under mu: devices left out of the slices (held hardware)
   std::vector<bool> last_owned;              // under mu
+  std::vector<std::string> last_share_notes;  // loop thread only: kgpu.dra.sharing.memory notes logged
+  std::set<std::string> shared_gpus;                 // under mu: published for memory shares now
+  std::unique_ptr<ShareDaemonWatch> share_watch;     // the daemons of GPUs with shares (start(): replans)
+  std::string mps_root;
+  std::shared_ptr<const Inventory> last_inventory;  // under mu: for the share metrics
+
+  // The daemon of each GPU with prepared memory shares: watched, and while it is not ready (dead,
+  // restarting) its GPU carries the taint <driver>/mps-daemon, so no new share lands on it (the
+  // claim stores never prepare a tainted device). Lifted once the daemon is ready again.
+  void watch_share_daemons(std::vector<dra::DriverPool>& pools, const std::vector<dra::PreparedClaim>& prepared) {
+    std::set<std::string> gpus;
+    for (const auto& c : prepared)
+      for (const auto& d : c.share_daemons) gpus.insert(d.visible_devices.front());
+    std::vector<std::string> folders;
+    for (const auto& uuid : gpus) {
+      const std::string resource = mps_claim_resource(dra::share_daemon_name(uuid));
+      folders.push_back(mps_root + "/" + resource);
+      if (mps_marker_live(mps_ready_marker(mps_root, resource))) continue;
+      for (auto& pool : pools)
+        for (auto& d : pool.devices) {
+          const auto* id = d.attribute("uuid");
+          if (!id || !std::holds_alternative<std::string>(*id) || std::get<std::string>(*id) != uuid) continue;
+          const dra::DeviceTaint taint{pool.driver + "/mps-daemon", "not-ready", dra::kTaintNoSchedule};
+          if (std::find(d.taints.begin(), d.taints.end(), taint) != d.taints.end()) continue;
+          d.taints.push_back(taint);
+          std::sort(d.taints.begin(), d.taints.end(),
+                    [](const dra::DeviceTaint& a, const dra::DeviceTaint& b) { return a.key < b.key; });
+          spdlog::warn("DRA memory shares: the MPS daemon of {} ({}) is not ready; its memory shares have no daemon "
+                       "and no new share is prepared until it is back",
+                       d.name, uuid);
+        }
+    }
+    if (share_watch) share_watch->watch(std::move(folders));
+  }
+
+  // Notes on kgpu.dra.sharing.memory (entries matching nothing, GPUs in MIG mode), logged when they change.
+  void note_share_problems(const std::vector<std::string>& notes) {
+    if (notes == last_share_notes) return;
+    for (const auto& n : notes)
+      if (std::find(last_share_notes.begin(), last_share_notes.end(), n) == last_share_notes.end())
+        spdlog::warn("DRA memory shares: {}", n);
+    last_share_notes = notes;
+  }
 
   bool serves(const std::string& driver) const {
     return std::any_of(drivers.begin(), drivers.end(), [&](const ServedDriver& d) { return d.name == driver; });
@@ -192,6 +241,7 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
   impl->kubelet_root = kubelet_root_of(config.kubelet_socket);
   impl->pod_resources_socket = podresources::socket_for(config.kubelet_socket);
   impl->slice_options.node_name = impl->node_name;
+  impl->mps_root = config.mps_root;
   impl->slice_options.drivers = dra::driver_names(args);
   const std::string boot_id = dra::read_boot_id(config.proc_root);
   Impl* raw = impl.get();
@@ -239,11 +289,12 @@ void retry_pending_resets(dra::ClaimStore& store, const dra::ClaimSharing& shari
 
 // The kubelet's calls for one driver: its claim store, then the claim's sharing.
 // `after_unprepare` runs after each unprepare (a GPU a claim kept from its configured API may go
-// back to it).
+// back to it); `shares_changed` after a claim with memory shares came or went (the shared GPUs'
+// daemons to watch change).
 dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing* sharing,
-                                std::function<void()> after_unprepare) {
+                                std::function<void()> after_unprepare, std::function<void()> shares_changed) {
   dra::ClaimHandler handler;
-  handler.prepare = [store, sharing](const dra::ClaimRef& ref) -> Result<std::vector<dra::PreparedDevice>> {
+  handler.prepare = [store, sharing, shares_changed](const dra::ClaimRef& ref) -> Result<std::vector<dra::PreparedDevice>> {
     retry_pending_resets(*store, *sharing, "before preparing claim " + ref.uid);
     const bool repeated = store->is_prepared(ref.uid);
     auto prepared = store->prepare(ref);
@@ -254,18 +305,20 @@ dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing*
       if (!repeated) (void)store->unprepare(ref.uid);
       return st.error();
     }
+    if (!repeated && !prepared->share_daemons.empty()) shares_changed();
     return prepared->devices;
   };
-  handler.unprepare = [store, sharing,
-                       after_unprepare = std::move(after_unprepare)](const dra::ClaimRef& ref) -> Status {
+  handler.unprepare = [store, sharing, after_unprepare = std::move(after_unprepare),
+                       shares_changed](const dra::ClaimRef& ref) -> Status {
     auto released = store->unprepare(ref.uid);
     if (!released) return released.error();
     if (*released)
-      if (auto st = sharing->undo(**released); !st)
+      if (auto st = sharing->undo(**released, [store] { return store->prepared(); }); !st)
         spdlog::error("DRA: claim {} unprepared, but its MPS daemon was not stopped: {}", ref.uid, st.error().message);
     // The claim is gone either way: its resets are the store's record now, never forgotten.
     retry_pending_resets(*store, *sharing, "claim " + ref.uid + " unprepared");
     after_unprepare();
+    if (*released && !(*released)->share_daemons.empty()) shares_changed();
     return ok_status();
   };
   return handler;
@@ -282,19 +335,27 @@ Status DraWiring::start(server::Daemon& daemon) {
   for (std::string* name : {&publisher_options.drivers.nvidia, &publisher_options.drivers.amd,
                             &publisher_options.drivers.intel})
     if (!s.serves(*name)) name->clear();
+  s.replan = [&daemon] { daemon.update_inventory([](const Inventory& i) { return i; }); };
   s.publisher = std::make_unique<dra::SlicePublisher>(s.api, publisher_options, std::nullopt, s.discovery);
+  // Prepares follow the slices: once shared GPUs go out whole, plan again so the claim stores see
+  // them whole too (a claim allocated one then is exclusive, not refused for its missing shareID).
+  s.publisher->on_shares_refused([impl = &s] { impl->replan(); });
+  s.share_watch = std::make_unique<ShareDaemonWatch>([impl = &s] { impl->replan(); });
   s.publisher->start();
   s.publisher->start_watch();  // puts back a slice someone else deletes or edits
   dra::SlicePublisher* publisher = s.publisher.get();
-  s.replan = [&daemon] { daemon.update_inventory([](const Inventory& i) { return i; }); };
+
   for (auto& driver : s.drivers)
     if (!driver.store->pending_resets().empty()) retry_pending_resets(*driver.store, *s.sharing, "at start");
   for (auto& driver : s.drivers) {
     dra::KubeletPluginOptions plugin_options{driver.name, s.kubelet_root, {}};
     plugin_options.on_registered = [publisher] { publisher->resync(); };  // only wakes its worker
-    auto handler = claim_handler(driver.store.get(), s.sharing.get(), [impl = &s] {
-      if (impl->has_overrides() && impl->replan) impl->replan();
-    });
+    auto handler = claim_handler(
+        driver.store.get(), s.sharing.get(),
+        [impl = &s] {
+          if (impl->has_overrides() && impl->replan) impl->replan();
+        },
+        [impl = &s] { impl->replan(); });
     driver.plugin = std::make_unique<dra::KubeletPlugin>(plugin_options, std::move(handler), daemon.transport());
     if (auto st = driver.plugin->start(); !st) return st;
   }
@@ -306,29 +367,43 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
   auto options = s.slice_options;
   options.pcie_roots = dra::read_pcie_roots(config.sysfs_root, inventory);
   options.no_execute_xids = config.dra.no_execute_xids;
-  auto publication = dra::build_publication(inventory, options);
-  if (!publication) {
-    spdlog::error("DRA: cannot build the ResourceSlices: {}", publication.error().message);
-    return;
-  }
   std::vector<bool> owned;
   {
     std::lock_guard lock(s.mu);
     owned = s.last_owned;
   }
   if (owned.size() != inventory.gpus.size()) owned = s.owners(inventory, nullptr);
+  auto shares = dra::memory_share_options(inventory, config.dra.memory_sharing, owned);
+  s.note_share_problems(shares.notes);
+  {
+    std::lock_guard lock(s.mu);
+    s.shared_gpus = shares.gpus;
+    s.last_inventory = std::make_shared<const Inventory>(inventory);
+  }
+  options.memory_shared_gpus = std::move(shares.gpus);
+  options.memory_policy = shares.memory_policy;
+  options.multiprocessors_default = shares.multiprocessors_default;
+  auto publication = dra::build_publication(inventory, options);
+  if (!publication) {
+    spdlog::error("DRA: cannot build the ResourceSlices: {}", publication.error().message);
+    return;
+  }
   auto pools = dra::served_pools(std::move(publication->pools), inventory, s.args, owned);
   std::vector<dra::PreparedClaim> prepared;
   for (const auto& driver : s.drivers)
     for (auto& c : driver.store->prepared()) prepared.push_back(std::move(c));
   s.note_hidden(dra::hide_devices_held_elsewhere(pools, prepared));
+  s.watch_share_daemons(pools, prepared);
   for (auto& driver : s.drivers) {
     auto devices = std::make_shared<dra::NodeDevices>();
     devices->pool = {driver.name, s.node_name, {}};  // no GPU of this vendor now: an empty pool
     // Claims are prepared on healthy devices only: a device published with a health taint is not
     // prepared for a new claim, even one that tolerates the taint.
+    // Shared GPUs as the API server holds them: whole once it was found not to keep shares.
+    const bool shares_served = !s.publisher || s.publisher->shares_served();
     for (const auto& pool : pools)
-      if (pool.driver == driver.name) devices->pool = dra::with_taint_support(pool, dra::TaintSupport::Off);
+      if (pool.driver == driver.name)
+        devices->pool = dra::with_share_support(dra::with_taint_support(pool, dra::TaintSupport::Off), shares_served);
     devices->config = config;
     devices->inventory = inventory;
     if (driver.name == s.slice_options.drivers.nvidia) devices->driver_files = s.driver_files_for(config, inventory);
@@ -339,6 +414,22 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
 
 void DraWiring::on_pod_holds(std::function<void(bool)> listener) { impl_->on_pod_holds = std::move(listener); }
 
+void DraWiring::append_share_metrics(std::string& out) const {
+  const Impl& s = *impl_;
+  std::set<std::string> shareable;
+  std::shared_ptr<const Inventory> inventory;
+  {
+    std::lock_guard lock(impl_->mu);
+    shareable = s.shared_gpus;
+    inventory = s.last_inventory;
+  }
+  if (!inventory) return;
+  std::vector<dra::PreparedClaim> prepared;
+  for (const auto& driver : s.drivers)
+    for (auto& c : driver.store->prepared()) prepared.push_back(std::move(c));
+  dra::append_share_metrics(dra::shared_gpu_use(*inventory, shareable, prepared), out);
+}
+
 void DraWiring::stop() {
   if (!impl_) return;
   // First end everything that may wait (a claim read, an nvidia-smi run, an MPS daemon's
@@ -348,6 +439,7 @@ void DraWiring::stop() {
   // With nothing in flight no thread but the slice watch exists, so the exit costs one join.
   impl_->interrupter.stop();
   if (impl_->cancel.get() >= 0) (void)::eventfd_write(impl_->cancel.get(), 1);
+  if (impl_->share_watch) impl_->share_watch->stop();
   if (impl_->publisher) impl_->publisher->request_stop();
   for (auto& driver : impl_->drivers)
     if (driver.plugin) driver.plugin->stop();

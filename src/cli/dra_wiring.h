@@ -38,6 +38,9 @@ class DraWiring {
   // Called with true while pods hold GPUs the configuration gives DRA (the daemon should plan
   // again now and then, so they move once the pods are gone), false once none does. Before start().
   void on_pod_holds(std::function<void(bool)> listener);
+  // kgpu_dra_gpu_memory_shared_bytes and kgpu_dra_gpu_memory_shares of the shared GPUs (/metrics;
+  // called on the scraping thread).
+  void append_share_metrics(std::string& out) const;
   void stop();
 
   struct Impl;

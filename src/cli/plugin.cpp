@@ -184,6 +184,7 @@ int run_plugin(const PluginArgs& args) {
     daemon.on_plan_changed([&dra](const kgpu::Config& c, const kgpu::Inventory& i, const kgpu::ResourcePlan& p) {
       dra->on_plan(c, i, p);
     });
+    if (metrics_server) metrics.add_exposition([raw = dra.get()](std::string& out) { raw->append_share_metrics(out); });
   }
   if (node_config) node_config->start([&daemon] { daemon.request_reload(); });
   held_gpus.start([&daemon] { daemon.update_inventory([](const kgpu::Inventory& i) { return i; }); });

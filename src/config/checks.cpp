@@ -5,6 +5,7 @@
 #include <set>
 
 #include "config/go_duration.h"
+#include "core/quantity.h"
 #include "config/settings.h"
 
 namespace kgpu::config_detail {
@@ -76,6 +77,55 @@ bool valid_dra_gpu_entry(const std::string& entry) {
   return index || (entry.starts_with("GPU-") && entry.size() > 4);
 }
 
+// kgpu.dra.sharing.memory: which GPUs, and a request policy the API server accepts (default within
+// the valid range min + k * step) and MPS can enforce (whole MiB, at least 1 MiB).
+void check_memory_sharing(const Config& c, Reporter& r) {
+  const DraMemorySharing& m = c.dra.memory_sharing;
+  const std::string gpus_key = "kgpu.dra.sharing.memory.gpus";
+  const bool all = std::find(m.gpus.begin(), m.gpus.end(), "all") != m.gpus.end();
+  if (all && m.gpus.size() > 1)
+    r.error(gpus_key, gpus_key + " is either [all] or a list of GPU indexes and UUIDs, not both");
+  for (const auto& entry : m.gpus)
+    if (entry != "all" && !valid_dra_gpu_entry(entry))
+      r.error(gpus_key, gpus_key + " entry \"" + entry + "\" is neither a GPU index nor a GPU UUID (GPU-...) nor all");
+  if (m.gpus.empty()) return;
+  if (c.mps_root.empty())
+    r.error(gpus_key, gpus_key + " needs an MPS root (flags.mpsRoot, MPS_ROOT or --mps-root): each memory share is "
+                                 "an MPS client of its GPU's control daemon");
+  if (m.active_thread_percentage > 100)
+    r.error("kgpu.dra.sharing.memory.activeThreadPercentage",
+            "kgpu.dra.sharing.memory.activeThreadPercentage is " + std::to_string(m.active_thread_percentage) +
+                "; a percentage is 0 (none) to 100");
+  struct Amount {
+    const char* key;
+    const std::string* text;
+    uint64_t bytes = 0;
+  };
+  Amount amounts[] = {{"kgpu.dra.sharing.memory.requestPolicy.default", &m.default_share},
+                      {"kgpu.dra.sharing.memory.requestPolicy.min", &m.min_share},
+                      {"kgpu.dra.sharing.memory.requestPolicy.step", &m.share_step}};
+  bool all_parsed = true;
+  for (auto& a : amounts) {
+    auto bytes = parse_quantity_bytes(*a.text);
+    if (!bytes) {
+      r.error(a.key, std::string(a.key) + ": " + bytes.error().message);
+      all_parsed = false;
+    } else if (*bytes < (uint64_t{1} << 20)) {
+      r.error(a.key, std::string(a.key) + " is " + *a.text + "; MPS limits memory in whole MiB, so a share and its "
+                                                             "step are at least 1Mi");
+      all_parsed = false;
+    } else {
+      a.bytes = *bytes;
+    }
+  }
+  if (!all_parsed) return;
+  const uint64_t def = amounts[0].bytes, min = amounts[1].bytes, step = amounts[2].bytes;
+  if (def < min || (def - min) % step != 0)
+    r.error(amounts[0].key, std::string(amounts[0].key) + " " + m.default_share +
+                                " is not a valid share: shares are the minimum " + m.min_share + " plus whole steps of " +
+                                m.share_step + " (the API server refuses such a request policy)");
+}
+
 void check_dra(const Config& c, Reporter& r) {
   if (!c.dra.enabled && !c.dra.device_plugin)
     r.error("kgpu.dra.devicePlugin",
@@ -99,6 +149,7 @@ void check_dra(const Config& c, Reporter& r) {
     if (!valid_dra_gpu_entry(entry))
       r.error("kgpu.dra.gpus", "kgpu.dra.gpus entry \"" + entry +
                                    "\" is neither a GPU index nor a GPU UUID (GPU-...); MIG devices follow their GPU");
+  check_memory_sharing(c, r);
 }
 
 }  // namespace

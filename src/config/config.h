@@ -65,6 +65,25 @@ enum class XidAction { Ignore, MarkUnhealthy, MarkUnhealthyUntilReset };
 const char* to_string(XidAction);  // "ignore", "mark-unhealthy", "mark-unhealthy-until-reset"
 
 // kgpu as a DRA driver (resource.k8s.io) next to, or instead of, the device-plugin API.
+// GPUs published for memory shares (issue 31): DRA consumable capacity (allowMultipleAllocations
+// and a `memory` capacity with a request policy), each share an MPS client of the GPU's one
+// control daemon with its consumed memory as CUDA_MPS_PINNED_DEVICE_MEM_LIMIT.
+struct DraMemorySharing {
+  std::vector<std::string> gpus;  // full NVIDIA GPUs by index or UUID, or ["all"]; empty: none
+  // requestPolicy of `memory` (Kubernetes quantities): what a request that names no amount takes,
+  // and the valid amounts min, min + step, ... (the scheduler rounds requests up to one).
+  std::string default_share = "1Gi";
+  std::string min_share = "1Gi";
+  std::string share_step = "1Gi";
+  // > 0: `multiprocessors` is published as a second consumable capacity (the GPU's SM count), a
+  // request that names no amount taking this many; a share's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+  // follows from what it consumed. 0: not published.
+  uint64_t multiprocessors_default = 0;
+  // 1..100: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of a share that consumed no multiprocessors; 0: none.
+  uint64_t active_thread_percentage = 0;
+  bool operator==(const DraMemorySharing&) const = default;
+};
+
 struct DraConfig {
   bool enabled = false;
   bool device_plugin = true;        // the device-plugin API keeps serving the GPUs DRA does not own
@@ -79,6 +98,7 @@ struct DraConfig {
   // XIDs whose device taint is NoExecute (the pods using the device are evicted) instead of
   // NoSchedule: the operator's opt-in, since killing a pod on a failing GPU is not always right.
   std::vector<uint64_t> no_execute_xids;
+  DraMemorySharing memory_sharing;
   bool operator==(const DraConfig&) const = default;
 };
 

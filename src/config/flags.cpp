@@ -60,6 +60,12 @@ unsigned scopes_of(const std::string& key) {
       {"kgpu.dra.intelDriver", kPlugin | kDevices | kMps},
       {"kgpu.dra.nvidiaSmiPath", kPlugin},
       {"kgpu.dra.noExecuteXids", kPlugin | kDevices},
+      {"kgpu.dra.sharing.memory.gpus", kPlugin | kDevices},
+      {"kgpu.dra.sharing.memory.requestPolicy.default", kPlugin | kDevices},
+      {"kgpu.dra.sharing.memory.requestPolicy.min", kPlugin | kDevices},
+      {"kgpu.dra.sharing.memory.requestPolicy.step", kPlugin | kDevices},
+      {"kgpu.dra.sharing.memory.multiprocessorsDefault", kPlugin | kDevices},
+      {"kgpu.dra.sharing.memory.activeThreadPercentage", kPlugin | kDevices},
   };
   auto it = table.find(key);
   return it == table.end() ? kAll : it->second;

@@ -109,6 +109,32 @@ Setting nested(std::string key, Values flags, Values envs, std::string help, Sec
   return s;
 }
 
+// A setting of kgpu.dra.sharing.memory: a list of strings, a string or a non-negative integer.
+template <typename T>
+Setting memory_sharing(std::string key, Values flags, Values envs, std::string help, T DraMemorySharing::*member) {
+  Setting s;
+  s.key = std::move(key);
+  s.flags = std::move(flags);
+  s.envs = std::move(envs);
+  s.help = std::move(help);
+  if constexpr (std::is_same_v<T, uint64_t>) s.kind = SettingKind::UInt;
+  else if constexpr (std::is_same_v<T, std::string>) s.kind = SettingKind::String;
+  else s.kind = SettingKind::List;
+  s.apply = [member](Config& c, const Values& v) {
+    auto& field = c.dra.memory_sharing.*member;
+    if constexpr (std::is_same_v<T, uint64_t>) field = *parse_uint(v.front());
+    else if constexpr (std::is_same_v<T, std::string>) field = v.front();
+    else field = v;
+  };
+  s.show = [member](const Config& c) {
+    const auto& field = c.dra.memory_sharing.*member;
+    if constexpr (std::is_same_v<T, uint64_t>) return std::to_string(field);
+    else if constexpr (std::is_same_v<T, std::string>) return quoted(field);
+    else return "[" + join(field, ", ") + "]";
+  };
+  return s;
+}
+
 Setting health_ms(std::string key, std::string help, uint32_t HealthConfig::*member) {
   Setting s;
   s.key = std::move(key);
@@ -315,6 +341,30 @@ std::vector<Setting> build_settings() {
                      "XIDs whose DRA device taint evicts the pods using the device (NoExecute; default: none, "
                      "NoSchedule)",
                      &Config::dra, &DraConfig::no_execute_xids));
+  t.push_back(memory_sharing("kgpu.dra.sharing.memory.gpus", {"--dra-share-memory-gpus"},
+                             {"KGPU_DRA_SHARE_MEMORY_GPUS"},
+                             "full NVIDIA GPUs (indexes, UUIDs or all) DRA publishes for memory shares (consumable "
+                             "capacity; each share an MPS client with its memory as limit)",
+                             &DraMemorySharing::gpus));
+  t.push_back(memory_sharing("kgpu.dra.sharing.memory.requestPolicy.default", {"--dra-share-memory-default"},
+                             {"KGPU_DRA_SHARE_MEMORY_DEFAULT"}, "memory a share takes when its request names none",
+                             &DraMemorySharing::default_share));
+  t.push_back(memory_sharing("kgpu.dra.sharing.memory.requestPolicy.min", {"--dra-share-memory-min"},
+                             {"KGPU_DRA_SHARE_MEMORY_MIN"}, "smallest memory share", &DraMemorySharing::min_share));
+  t.push_back(memory_sharing("kgpu.dra.sharing.memory.requestPolicy.step", {"--dra-share-memory-step"},
+                             {"KGPU_DRA_SHARE_MEMORY_STEP"},
+                             "memory shares are the minimum plus whole steps (requests are rounded up)",
+                             &DraMemorySharing::share_step));
+  t.push_back(memory_sharing("kgpu.dra.sharing.memory.multiprocessorsDefault", {"--dra-share-multiprocessors-default"},
+                             {"KGPU_DRA_SHARE_MULTIPROCESSORS_DEFAULT"},
+                             "publish multiprocessors as a second consumable capacity, a share that names none "
+                             "taking this many (0: not published)",
+                             &DraMemorySharing::multiprocessors_default));
+  t.push_back(memory_sharing("kgpu.dra.sharing.memory.activeThreadPercentage", {"--dra-share-thread-percentage"},
+                             {"KGPU_DRA_SHARE_THREAD_PERCENTAGE"},
+                             "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of a share that consumed no multiprocessors "
+                             "(1-100; 0: none)",
+                             &DraMemorySharing::active_thread_percentage));
   t.push_back(health_bool("kgpu.health.enabled", "health checks", &HealthConfig::enabled));
   t.push_back(health_bool("kgpu.health.xidsEnabled", "XID event checks", &HealthConfig::xids_enabled));
   t.push_back(nested("kgpu.health.ignoredXids", {}, {}, "XIDs that never mark a device unhealthy", &Config::health,

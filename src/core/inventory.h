@@ -64,6 +64,7 @@ struct Gpu {
   std::string uuid;               // "GPU-<uuid>" for NVIDIA; stable ID for other vendors
   std::string product;            // "NVIDIA A100-SXM4-40GB"
   uint64_t memory_bytes = 0;
+  int multiprocessors = 0;        // SM count (NVML device attributes); 0 when NVML did not say
   std::string pci_bus_id;         // "00000000:07:00.0" (NVML form) or "0000:07:00.0"
   uint32_t pci_device_id = 0;     // PCI device/vendor id word as NVML reports (0x20B010DE)
   int minor = -1;                 // /dev/nvidia<minor>

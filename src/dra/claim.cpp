@@ -2,6 +2,8 @@
 // fields are ignored (the API grows: tolerations, bindingConditions, consumedCapacity...).
 #include "dra/claim.h"
 
+#include "core/quantity.h"
+
 #include <algorithm>
 
 #include "core/json_depth.h"
@@ -83,6 +85,16 @@ Result<AllocationResult> parse_result(const json& j, const std::string& path) {
                  r.boolean("adminAccess", out.admin_access), r.string("shareID", share, false)})
     if (e) return *e;
   if (!share.empty()) out.share_id = share;
+  auto consumed = r.nested("consumedCapacity", json::value_t::object, false);
+  if (!consumed) return consumed.error();
+  if (*consumed)
+    for (auto it = (*consumed)->begin(); it != (*consumed)->end(); ++it) {
+      const std::string where = r.field("consumedCapacity") + "." + quote_text(it.key());
+      if (!it->is_string()) return Error::invalid(where + " must be a quantity string, not " + type_name(*it));
+      auto amount = parse_quantity_bytes(it->get_ref<const std::string&>());
+      if (!amount) return Error::invalid(where + ": " + amount.error().message);
+      out.consumed_capacity[it.key()] = *amount;
+    }
   return out;
 }
 

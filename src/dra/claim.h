@@ -4,6 +4,8 @@
 // the object, so one parser serves every kubelet. Pure: the text comes from the API server through
 // the caller, and every problem is an error value naming the field (nothing throws).
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +33,9 @@ struct AllocationResult {
   std::string device;
   bool admin_access = false;
   std::optional<std::string> share_id;  // consumable capacity (1.34+): one share of a device
+  // consumedCapacity: what the share takes of each capacity of the device (name -> amount, the
+  // quantity as a whole number), as the scheduler computed it from the request and its policy.
+  std::map<std::string, uint64_t> consumed_capacity{};
   bool operator==(const AllocationResult&) const = default;
 
   // The request without its subrequest ("gpu/sub" -> "gpu"): what Device.request_names carries.

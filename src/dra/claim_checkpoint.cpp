@@ -74,6 +74,21 @@ json to_json(const PreparedClaim& c) {
   if (!c.exclusive_gpus.empty()) out["exclusiveProcessGPUs"] = c.exclusive_gpus;
   // The request kgpu mps-daemon got, in the request file's own format (one parser for both).
   if (c.mps) out["mps"] = json::parse(render_mps_claim_request(*c.mps));
+  if (!c.shares.empty()) {
+    json shares = json::array();
+    for (const auto& s : c.shares) {
+      json j = {{"device", s.device}, {"gpuUUID", s.gpu_uuid}, {"memoryBytes", s.memory_bytes}};
+      if (s.multiprocessors) j["multiprocessors"] = *s.multiprocessors;
+      if (s.active_thread_percentage) j["activeThreadPercentage"] = *s.active_thread_percentage;
+      shares.push_back(std::move(j));
+    }
+    out["memoryShares"] = std::move(shares);
+  }
+  if (!c.share_daemons.empty()) {
+    json daemons = json::array();
+    for (const auto& d : c.share_daemons) daemons.push_back(json::parse(render_mps_claim_request(d)));
+    out["shareDaemons"] = std::move(daemons);
+  }
   return out;
 }
 
@@ -105,6 +120,22 @@ Result<PreparedClaim> from_json(const json& j) {
     if (!request) return Error::invalid("claim " + c.ref.uid + ": " + request.error().message);
     c.mps = std::move(*request);
   }
+  if (j.contains("memoryShares"))
+    for (const auto& s : j.at("memoryShares")) {
+      GpuShare share;
+      share.device = s.at("device").get<std::string>();
+      share.gpu_uuid = s.at("gpuUUID").get<std::string>();
+      share.memory_bytes = s.at("memoryBytes").get<uint64_t>();
+      if (s.contains("multiprocessors")) share.multiprocessors = s.at("multiprocessors").get<uint64_t>();
+      if (s.contains("activeThreadPercentage")) share.active_thread_percentage = s.at("activeThreadPercentage").get<int>();
+      c.shares.push_back(std::move(share));
+    }
+  if (j.contains("shareDaemons"))
+    for (const auto& d : j.at("shareDaemons")) {
+      auto request = parse_mps_claim_request(d.dump());
+      if (!request) return Error::invalid("claim " + c.ref.uid + ": share daemon: " + request.error().message);
+      c.share_daemons.push_back(std::move(*request));
+    }
   return c;
 }
 

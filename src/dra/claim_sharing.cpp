@@ -69,18 +69,66 @@ Status ClaimSharing::apply(const std::vector<PreparedClaim>& prepared, const Pre
   if (!settings) return settings.error();
   if (auto st = run_all(*settings); !st) return st;
   // As NVIDIA's driver: the MPS daemon's GPUs run EXCLUSIVE_PROCESS (only the daemon's server
-  // opens them). Put back by the store's pending reset once no claim holds them so.
-  if (auto st = set_compute_modes(claim.exclusive_gpus, "EXCLUSIVE_PROCESS"); !st) return st;
+  // opens them). Put back by the store's pending reset once no claim holds them so. A shared GPU's
+  // mode goes with its daemon (start_share_daemons).
+  std::vector<std::string> exclusive;
+  for (const auto& uuid : claim.exclusive_gpus)
+    if (std::none_of(claim.share_daemons.begin(), claim.share_daemons.end(),
+                     [&](const MpsClaimRequest& d) { return d.visible_devices.front() == uuid; }))
+      exclusive.push_back(uuid);
+  if (auto st = set_compute_modes(exclusive, "EXCLUSIVE_PROCESS"); !st) return st;
   // Last: ClaimMps withdraws a request it made when the daemon does not come up, so a failed
   // prepare leaves no daemon behind (a time slice it set stays until the GPU's next claim).
   if (claim.mps)
     if (auto st = mps_.start(*claim.mps); !st)
       return Error{st.error().code, "claim " + claim.ref.uid + " asks for MPS: " + st.error().message};
+  return start_share_daemons(claim);
+}
+
+Status ClaimSharing::start_share_daemons(const PreparedClaim& claim) const {
+  if (claim.share_daemons.empty()) return ok_status();
+  // One at a time, and never beside undo's decision to stop one; other claims never wait here.
+  std::lock_guard shares(shares_mu_);
+  for (const auto& daemon : claim.share_daemons) {
+    const std::string& uuid = daemon.visible_devices.front();
+    if (!running_share_daemons_.contains(daemon.claim_uid))
+      if (auto st = set_compute_modes({uuid}, "EXCLUSIVE_PROCESS"); !st) return st;
+    // A running daemon's request is rewritten as it is and answers at once (a share's limits are
+    // its client's environment, not the daemon's).
+    if (auto st = mps_.start(daemon); !st)
+      return Error{st.error().code, "claim " + claim.ref.uid + " has a memory share of " + uuid + ": " + st.error().message};
+    running_share_daemons_.insert(daemon.claim_uid);
+  }
   return ok_status();
 }
 
-Status ClaimSharing::undo(const PreparedClaim& released) const {
-  return released.mps ? mps_.stop(released.ref.uid) : ok_status();
+bool ClaimSharing::serves_other_shares(const std::vector<PreparedClaim>& prepared, const PreparedClaim& claim,
+                                       const std::string& gpu_uuid) {
+  const std::string daemon = share_daemon_name(gpu_uuid);
+  auto uses = [&](const PreparedClaim& c) {
+    return std::any_of(c.share_daemons.begin(), c.share_daemons.end(),
+                       [&](const MpsClaimRequest& d) { return d.claim_uid == daemon; });
+  };
+  if (!uses(claim)) return false;
+  return std::any_of(prepared.begin(), prepared.end(),
+                     [&](const PreparedClaim& c) { return c.ref.uid != claim.ref.uid && uses(c); });
+}
+
+Status ClaimSharing::undo(const PreparedClaim& released, const PreparedNow& prepared_now) const {
+  Status first = released.mps ? mps_.stop(released.ref.uid) : ok_status();
+  if (released.share_daemons.empty()) return first;
+  // The last share of a GPU quits its daemon. Read under the lock a share's apply holds, after
+  // the store forgot `released`: a share being prepared is either seen here (the daemon stays) or
+  // starts the daemon again after this stop.
+  std::lock_guard shares(shares_mu_);
+  const auto prepared = prepared_now();
+  for (const auto& daemon : released.share_daemons) {
+    const std::string& uuid = daemon.visible_devices.front();
+    if (serves_other_shares(prepared, released, uuid)) continue;
+    running_share_daemons_.erase(daemon.claim_uid);
+    if (auto st = mps_.stop(daemon.claim_uid); !st && first.ok()) first = st;
+  }
+  return first;
 }
 
 Status ClaimSharing::run_pending_resets(ClaimStore& store) const {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,9 +53,13 @@ class ClaimSharing {
   // Time slices first, then the MPS daemon (the step that may wait). Error: the claim cannot get
   // its sharing; the caller rolls the prepare back.
   Status apply(const std::vector<PreparedClaim>& prepared, const PreparedClaim& claim) const;
-  // After the claim store released `released`: its MPS daemon goes. Best effort: a failure is
-  // returned for the log, the claim is gone either way. (Its time slices are pending resets.)
-  Status undo(const PreparedClaim& released) const;
+  // What is prepared now (the claim store's prepared()), read when undo decides.
+  using PreparedNow = std::function<std::vector<PreparedClaim>()>;
+  // After the claim store released `released`: its MPS daemon goes, and the daemon of each GPU it
+  // had the last memory share of (`prepared_now`, read under the lock the shares' start holds).
+  // Best effort: a failure is returned for the log, the claim is gone either way. (Its time slices
+  // and compute modes are pending resets.)
+  Status undo(const PreparedClaim& released, const PreparedNow& prepared_now) const;
   // Runs every time-slice reset `store` keeps pending that is still pending when its turn comes,
   // and tells the store of each that succeeded. The first failure is returned (the others are
   // still tried); what failed stays pending for the next call.
@@ -65,10 +70,19 @@ class ClaimSharing {
   Status run_locked(const TimeSliceSetting& setting) const;  // compute mode DEFAULT, then the interval
   Status set_compute_modes(const std::vector<std::string>& gpu_uuids, const std::string& mode) const;
   Status compute_mode_locked(const std::string& gpu_uuid, const std::string& mode) const;
+  // `claim` has a memory share of `gpu_uuid` whose daemon another claim of `prepared` uses too.
+  static bool serves_other_shares(const std::vector<PreparedClaim>& prepared, const PreparedClaim& claim,
+                                  const std::string& gpu_uuid);
+  Status start_share_daemons(const PreparedClaim& claim) const;
   NvidiaSmi nvidia_smi_;
   CommandRunner run_;
   ClaimMps mps_;
   mutable std::mutex slices_mu_;  // held across each nvidia-smi compute-policy run
+  // Held while a claim's share daemons are started, and while undo decides which to stop.
+  mutable std::mutex shares_mu_;
+  // Share daemons this process started or found running (under shares_mu_): a share of a GPU whose
+  // daemon runs needs no compute-mode change. Empty after a restart: the first share sets it again.
+  mutable std::set<std::string> running_share_daemons_;
 };
 
 }  // namespace kgpu::dra

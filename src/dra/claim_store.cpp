@@ -16,6 +16,7 @@
 #include "dra/claim_checkpoint.h"
 #include "dra/device_names.h"
 #include "dra/nvidia_checkpoint.h"
+#include "dra/slice_builder.h"
 #include "dra/time_slicing.h"
 
 namespace kgpu::dra {
@@ -403,6 +404,36 @@ bool same_hardware(const PreparedDevice& a, const PreparedDevice& b) {
 
 }  // namespace
 
+// The scheduler's arithmetic, checked rather than trusted: the memory shares of one GPU, this
+// claim's and every other prepared claim's, fit in the GPU's memory.
+std::optional<std::string> ClaimStore::share_overflow_locked(const PreparedClaim& claim) const {
+  for (const auto& mine : claim.shares) {
+    uint64_t gpu_memory = 0;
+    if (devices_)
+      for (const auto& g : devices_->inventory.gpus)
+        if (g.uuid == mine.gpu_uuid) gpu_memory = g.memory_bytes;
+    if (gpu_memory == 0) continue;  // not in the inventory now: prepare_claim refused it already
+    uint64_t held = 0;
+    std::vector<std::string> holders;
+    for (const auto& [uid, other] : claims_) {
+      if (uid == claim.ref.uid) continue;
+      for (const auto& theirs : other.shares)
+        if (theirs.gpu_uuid == mine.gpu_uuid) {
+          held += theirs.memory_bytes;
+          holders.push_back(describe(other.ref) + " " + binary_si_quantity(theirs.memory_bytes));
+        }
+    }
+    if (held + mine.memory_bytes > gpu_memory) {
+      std::string list;
+      for (const auto& h : holders) list += (list.empty() ? "" : ", ") + h;
+      return "device " + mine.device + " (GPU " + mine.gpu_uuid + ", " + binary_si_quantity(gpu_memory) +
+             ") cannot take this claim's " + binary_si_quantity(mine.memory_bytes) + " memory share: " +
+             binary_si_quantity(held) + " of it is held by the shares prepared for " + list;
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& claim) const {
   for (const auto& mine : claim.devices)
     for (const auto& [uid, other] : claims_) {
@@ -425,6 +456,12 @@ std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& clai
         if (!aliased && !same_hardware(mine, theirs)) continue;
         if (mine.admin_access || theirs.admin_access) continue;  // admins may look at devices in use
         if (mine.share_id && theirs.share_id && *mine.share_id != *theirs.share_id) continue;
+        if (mine.share_id && !theirs.share_id)
+          return "device " + mine.device + " is prepared whole for " + describe(other.ref) +
+                 ": no memory share of it can be prepared until that claim is unprepared";
+        if (!mine.share_id && theirs.share_id)
+          return "device " + mine.device + " holds a memory share of " + describe(other.ref) +
+                 ": it cannot be prepared whole while shares of it are prepared";
         if (aliased && mine.device != theirs.device)
           return "device " + mine.device + " is the MIG device already prepared as " + theirs.device + " for " +
                  describe(other.ref);
@@ -434,6 +471,7 @@ std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& clai
         return "device " + mine.device + " is already prepared for " + describe(other.ref);
       }
     }
+  if (auto over = share_overflow_locked(claim)) return over;
   for (const auto& mine : claim.devices) {
     if (mine.admin_access) continue;
     for (const auto& [uid, held] : recovered_)

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -33,9 +34,20 @@ struct Attribute {
 };
 using Attributes = std::vector<Attribute>;  // sorted by name, names unique
 
+// requestPolicy of a consumable capacity (DRAConsumableCapacity, on a device published with
+// allowMultipleAllocations): what a request that names no amount consumes, and the valid amounts
+// min, min + step, ... up to the capacity (the scheduler rounds a request up to one).
+struct CapacityRequestPolicy {
+  uint64_t default_value = 0;
+  uint64_t min = 0;
+  uint64_t step = 0;
+  bool operator==(const CapacityRequestPolicy&) const = default;
+};
+
 struct Capacity {
   std::string_view name;  // a string literal
   uint64_t value;         // published as a BinarySI quantity
+  std::optional<CapacityRequestPolicy> request_policy{};
   bool operator==(const Capacity&) const = default;
 };
 
@@ -60,7 +72,7 @@ struct DraDevice {
   Attributes attributes;          // the device's own
   std::vector<Capacity> capacity;  // sorted by name
   // Published with allowMultipleAllocations (consumable capacity): only then may a claim hold a
-  // share of it (a result with a shareID). kgpu publishes no device so today.
+  // share of it (a result with a shareID). Full GPUs of kgpu.dra.sharing.memory.gpus are.
   bool allow_multiple_allocations = false;
   // Health as taints (sorted by key, one per key): an unhealthy device stays published with the
   // reason, and an XID the policy ignores shows as a None taint. Empty for a healthy device.

@@ -1,6 +1,9 @@
 // prepare_claim(): allocation results -> inventory devices -> CDI spec + kubelet answer + sharing.
 #include "dra/prepare.h"
 
+#include "dra/memory_shares.h"
+#include "dra/slice_builder.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -29,6 +32,12 @@ struct ClaimDevice {
   const MigDevice* mig = nullptr;
   DeviceSharing sharing;
   const OpaqueConfig* config = nullptr;  // where `sharing` came from; null: none applies
+  // A memory share of a full GPU (published with allowMultipleAllocations): what the claim's
+  // shares of it consume together, each share ID counted once.
+  bool shared = false;
+  uint64_t share_memory = 0;
+  std::optional<uint64_t> share_multiprocessors;
+  std::vector<std::string> share_ids;
 };
 
 std::optional<BackingDevice> locate(const Inventory& inventory, const std::string& uuid) {
@@ -122,6 +131,14 @@ class Preparer {
       return Error::invalid(who_ + ": device " + r.device + " (request " + quote_text(r.request) +
                             ") is allocated as share " + quote_text(*r.share_id) +
                             ", but this node does not publish it with allowMultipleAllocations");
+    // Every allocation of a device published for memory shares carries a share ID: one without is
+    // from a scheduler that saw the device whole (an older slice) and would take the GPU from under
+    // the shares prepared on it, or hand it out whole beside them later.
+    if (!r.share_id && it->allow_multiple_allocations && !r.admin_access)
+      return Error::invalid(who_ + ": device " + r.device + " (request " + quote_text(r.request) +
+                            ") is published for memory shares (allowMultipleAllocations) but was allocated without a "
+                            "shareID: a claim cannot hold a shared GPU whole (request a share of it, or leave the GPU "
+                            "out of kgpu.dra.sharing.memory.gpus)");
     const AttributeValue* uuid = it->attribute("uuid");
     const std::string* uuid_text = uuid ? std::get_if<std::string>(uuid) : nullptr;
     auto backing = uuid_text ? locate(in_.inventory, *uuid_text) : std::nullopt;
@@ -134,6 +151,12 @@ class Preparer {
     d.gpu = &in_.inventory.gpus[backing->gpu];
     d.mig = backing->mig ? &d.gpu->mig_devices[*backing->mig] : nullptr;
     if (auto e = choose_config(d, r)) return *e;
+    d.shared = r.share_id.has_value();
+    if (d.shared && d.sharing.strategy != DeviceSharing::Strategy::Exclusive)
+      return Error::invalid(who_ + ": device " + r.device + " (request " + quote_text(r.request) +
+                            ") is a memory share, an MPS client of the GPU's own control daemon; it takes no sharing "
+                            "config (its GpuConfig asks for " +
+                            (d.sharing.strategy == DeviceSharing::Strategy::Mps ? "MPS" : "TimeSlicing") + ")");
 
     // One device may serve several requests (same device, same share): one answer entry.
     size_t index = devices_.size();
@@ -141,9 +164,11 @@ class Preparer {
       if (devices_[i].published == d.published) index = i;
     if (index == devices_.size()) {
       devices_.push_back(d);
-    } else if (devices_[index].sharing != d.sharing) {
+    } else if (devices_[index].sharing != d.sharing || devices_[index].shared != d.shared) {
       return Error::invalid(who_ + ": device " + r.device + " is configured for two different kinds of sharing");
     }
+    if (d.shared)
+      if (auto e = add_share(devices_[index], r)) return *e;
     auto entry = std::find_if(answer_.begin(), answer_.end(), [&](const PreparedDevice& p) {
       return p.device == r.device && p.share_id == r.share_id;
     });
@@ -162,6 +187,31 @@ class Preparer {
     const std::string base = r.base_request();
     if (std::find(entry->requests.begin(), entry->requests.end(), base) == entry->requests.end())
       entry->requests.push_back(base);
+    return std::nullopt;
+  }
+
+  // What one share result consumes, from its consumedCapacity, or where the scheduler recorded none
+  // what Kubernetes consumes by default: the policy's default, or the whole capacity without one.
+  std::optional<Error> add_share(ClaimDevice& d, const AllocationResult& r) {
+    if (std::find(d.share_ids.begin(), d.share_ids.end(), *r.share_id) != d.share_ids.end()) return std::nullopt;
+    d.share_ids.push_back(*r.share_id);
+    auto consumed = [&](std::string_view name) -> std::optional<uint64_t> {
+      if (auto it = r.consumed_capacity.find(std::string(name)); it != r.consumed_capacity.end()) return it->second;
+      for (const auto& c : d.published->capacity)
+        if (c.name == name) return c.request_policy ? c.request_policy->default_value : c.value;
+      return std::nullopt;
+    };
+    const auto memory = consumed("memory");
+    if (!memory || *memory == 0)
+      return Error::invalid(who_ + ": share " + quote_text(*r.share_id) + " of device " + r.device +
+                            " consumes no memory; a memory share needs consumedCapacity.memory");
+    d.share_memory += *memory;
+    const uint64_t* total = d.published->capacity_of("memory");
+    if (total && d.share_memory > *total)
+      return Error::invalid(who_ + ": its shares of device " + r.device + " consume " + binary_si_quantity(d.share_memory) +
+                            ", more than the GPU's " + binary_si_quantity(*total));
+    if (d.published->capacity_of("multiprocessors"))
+      if (auto sms = consumed("multiprocessors")) d.share_multiprocessors = d.share_multiprocessors.value_or(0) + *sms;
     return std::nullopt;
   }
 
@@ -192,8 +242,52 @@ class Preparer {
 
   std::string cdi_device_name(const std::string& device) const { return claim_.ref.uid + "-" + device; }
 
+  // The claim's memory shares: one GpuShare per shared device, and the GPU's control daemon
+  // (shared with the GPU's other shares), whose GPU runs EXCLUSIVE_PROCESS while it runs.
+  std::optional<Error> add_shares(PreparedClaim& out) {
+    for (const auto& d : devices_) {
+      if (!d.shared) continue;
+      if (in_.config.mps_root.empty())
+        return Error::invalid(who_ + ": device " + d.published->name +
+                              " is a memory share (an MPS client), but kgpu runs without --mps-root");
+      if (!is_cuda_device_id(d.gpu->uuid))
+        return Error::invalid(who_ + ": GPU UUID " + quote_text(d.gpu->uuid) + " cannot name the GPU to an MPS daemon");
+      GpuShare share{d.published->name, d.gpu->uuid, d.share_memory, d.share_multiprocessors, std::nullopt};
+      const uint64_t* sms = d.published->capacity_of("multiprocessors");
+      if (d.share_multiprocessors && sms)
+        share.active_thread_percentage = thread_percentage_for(*d.share_multiprocessors, *sms);
+      else if (const uint64_t pct = in_.config.dra.memory_sharing.active_thread_percentage; pct > 0)
+        share.active_thread_percentage = static_cast<int>(std::min<uint64_t>(pct, 100));
+      out.shares.push_back(share);
+      MpsClaimRequest daemon;
+      daemon.claim_uid = share_daemon_name(d.gpu->uuid);
+      daemon.visible_devices = {d.gpu->uuid};
+      out.share_daemons.push_back(std::move(daemon));
+      if (std::find(out.exclusive_gpus.begin(), out.exclusive_gpus.end(), d.gpu->uuid) == out.exclusive_gpus.end())
+        out.exclusive_gpus.push_back(d.gpu->uuid);
+    }
+    return std::nullopt;
+  }
+
+  // A share's client edits: its GPU daemon's pipe and shared memory, its memory as the pinned
+  // limit (enforced by MPS: an allocation past it fails in the container), its thread percentage.
+  ContainerEdits share_edits(const GpuShare& share) const {
+    ContainerEdits edits;
+    const std::string resource = mps_claim_resource(share_daemon_name(share.gpu_uuid));
+    const std::string pipe = mps_container_pipe_dir(resource);
+    edits.envs["CUDA_MPS_PIPE_DIRECTORY"] = pipe;
+    edits.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = pinned_limit_for(share.gpu_uuid, share.memory_bytes);
+    if (share.active_thread_percentage)
+      edits.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(*share.active_thread_percentage);
+    edits.mounts.push_back({pipe, mps_pipe_dir(in_.config.mps_root, resource), false});
+    edits.mounts.push_back(
+        {"/dev/shm", mps_claim_shm_dir(in_.config.mps_root, share_daemon_name(share.gpu_uuid)), false});
+    return edits;
+  }
+
   // Time-slice settings for the caller to apply, and the claim's MPS daemon and client edits.
   std::optional<Error> add_sharing(PreparedClaim& out) {
+    if (auto e = add_shares(out)) return *e;
     std::vector<const ClaimDevice*> mps;
     for (const auto& d : devices_) {
       if (d.sharing.strategy == DeviceSharing::Strategy::TimeSlicing && !d.mig) {
@@ -367,6 +461,13 @@ class Preparer {
           for (const auto& [k, v] : mps_edits_.envs) own.envs[k] = v;
           own.mounts = mps_edits_.mounts;
         }
+        if (d.shared)
+          for (const auto& share : claim.shares)
+            if (share.device == d.published->name) {
+              ContainerEdits client = share_edits(share);
+              for (auto& [k, v] : client.envs) own.envs[k] = std::move(v);
+              own.mounts = std::move(client.mounts);
+            }
       } else {
         others.push_back(d.backing);
         const ContainerEdits vendor = vendor_device_edits(config, in_.inventory, Resource{}, {d.backing});

@@ -49,6 +49,23 @@ struct TimeSliceSetting {
   bool operator==(const TimeSliceSetting&) const = default;
 };
 
+// A memory share of a full GPU (kgpu.dra.sharing.memory, issue 31): what the claim consumes of
+// it, checked against the GPU's other shares by the claim store, and the MPS client limits its
+// containers get. The claim's shares of one device (several requests) are summed.
+struct GpuShare {
+  std::string device;    // the published device ("gpu-0")
+  std::string gpu_uuid;
+  uint64_t memory_bytes = 0;                  // consumed memory: CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+  std::optional<uint64_t> multiprocessors;    // consumed, where published
+  std::optional<int> active_thread_percentage;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, if any
+  bool operator==(const GpuShare&) const = default;
+};
+
+// The MPS control daemon of a shared GPU: one per GPU, shared by every claim with a share of it,
+// asked of `kgpu mps-daemon` under this name (mps/claim_request.h) and kept while any share is
+// prepared. Never a claim UID (those are UUIDs, no letters past f).
+std::string share_daemon_name(const std::string& gpu_uuid);  // "gpushare-<uuid>"
+
 // What must exist on the node for the claim's containers, and be undone on unprepare.
 struct PreparedClaim {
   ClaimRef ref;
@@ -63,6 +80,10 @@ struct PreparedClaim {
   // The claim's own MPS control daemon, when a config asked for MPS: what `kgpu mps-daemon` is
   // asked to run (mps/claim_request.h), seeing the claim's GPUs only.
   std::optional<MpsClaimRequest> mps;
+  // Memory shares of full GPUs, and the shared GPUs' daemons they are clients of (one per GPU,
+  // named share_daemon_name(); their GPUs are in exclusive_gpus too).
+  std::vector<GpuShare> shares{};
+  std::vector<MpsClaimRequest> share_daemons{};
   bool operator==(const PreparedClaim&) const = default;
 };
 

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/quantity.h"
 #include "core/result.h"
 
 namespace kgpu::dra {
@@ -73,14 +74,7 @@ Result<DeviceConfig> parse_device_config(const nlohmann::json& parameters);
 // naming the key.
 Result<std::map<std::string, uint64_t>> mps_pinned_limits(const MpsConfig& mps, std::vector<std::string> device_uuids);
 
-// A Kubernetes resource.Quantity (k8s.io/apimachinery ParseQuantity) as a whole number of bytes,
-// what Quantity.Value() gives: an optional sign, digits with an optional fraction ("1.5", ".5",
-// "5."), then nothing or one suffix: binary Ki Mi Gi Ti Pi Ei, decimal n u m k M G T P E, or a
-// decimal exponent e/E with an optional sign ("1e9", "5E-3"). Fractions of a byte are rounded up
-// ("100m" -> 1, "0.3Ki" -> 308). Errors: empty, no digit (Kubernetes reads a few such forms, "Gi"
-// or ".", as 0), anything left after the suffix ("1.5.3Gi", "10 Gi", "1GB"), an unknown suffix
-// ("1K", "1e"), negative (other than -0), over 2^63-1 bytes (Kubernetes clamps binary quantities
-// there and wraps decimal ones), an exponent outside the int32 range.
-Result<uint64_t> parse_quantity_bytes(std::string_view text);
+// Kubernetes quantities as bytes: core/quantity.h (shared with the config checks).
+using kgpu::parse_quantity_bytes;
 
 }  // namespace kgpu::dra

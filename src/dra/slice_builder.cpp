@@ -71,6 +71,7 @@ class Builder {
                       {"uuid", g.uuid}};
       if (g.minor >= 0) d.attributes.push_back({"minor", int64_t{g.minor}});
       d.taints = taints(g.health, driver, g.uuid);
+      if (vendor == Vendor::Nvidia && options_.memory_shared_gpus.contains(g.uuid)) make_shareable(d, g);
       add_device(std::move(d), g.uuid, pool);
     }
     drop_duplicate_names(pool);
@@ -118,6 +119,28 @@ class Builder {
       return;
     }
     for (size_t i = static_cast<size_t>(m.placement_start); i < end; ++i) d.capacity.push_back({kNames[i], 1});
+    std::sort(d.capacity.begin(), d.capacity.end(), [](const Capacity& a, const Capacity& b) { return a.name < b.name; });
+  }
+
+  // A full GPU of kgpu.dra.sharing.memory.gpus: consumable capacity (see SliceOptions).
+  void make_shareable(DraDevice& d, const Gpu& g) {
+    const CapacityRequestPolicy& policy = options_.memory_policy;
+    if (g.memory_bytes < policy.min || g.memory_bytes < policy.default_value) {
+      notes_.push_back(g.uuid + ": " + std::to_string(g.memory_bytes) +
+                       " bytes of memory, less than one memory share; published whole");
+      return;
+    }
+    d.allow_multiple_allocations = true;
+    for (auto& c : d.capacity)
+      if (c.name == "memory") c.request_policy = policy;
+    const uint64_t sms = static_cast<uint64_t>(std::max(g.multiprocessors, 0));
+    if (options_.multiprocessors_default == 0) return;
+    if (sms == 0 || options_.multiprocessors_default > sms) {
+      notes_.push_back(g.uuid + ": multiprocessors not published (NVML gave " + std::to_string(sms) +
+                       " SMs; a share takes " + std::to_string(options_.multiprocessors_default) + " by default)");
+      return;
+    }
+    d.capacity.push_back({"multiprocessors", sms, CapacityRequestPolicy{options_.multiprocessors_default, 1, 1}});
     std::sort(d.capacity.begin(), d.capacity.end(), [](const Capacity& a, const Capacity& b) { return a.name < b.name; });
   }
 
@@ -246,6 +269,22 @@ DriverPool with_taint_support(DriverPool pool, TaintSupport support) {
   for (auto& d : pool.devices) {
     if (support == TaintSupport::Off) d.taints.clear();
     else std::erase_if(d.taints, informational);
+  }
+  return pool;
+}
+
+bool has_shared_devices(const DriverPool& pool) {
+  return std::any_of(pool.devices.begin(), pool.devices.end(),
+                     [](const DraDevice& d) { return d.allow_multiple_allocations; });
+}
+
+DriverPool with_share_support(DriverPool pool, bool served) {
+  if (served) return pool;
+  for (auto& d : pool.devices) {
+    if (!d.allow_multiple_allocations) continue;
+    d.allow_multiple_allocations = false;
+    std::erase_if(d.capacity, [](const Capacity& c) { return c.name == "multiprocessors" && c.request_policy; });
+    for (auto& c : d.capacity) c.request_policy.reset();
   }
   return pool;
 }

@@ -5,6 +5,7 @@
 // inputs that need I/O (PCIe roots from sysfs, the Node's UID) come in through SliceOptions.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,13 @@ struct SliceOptions {
   // XIDs whose taint evicts the pods using the device (NoExecute) instead of only keeping new ones
   // off (NoSchedule): the operator's opt-in (kgpu.dra.noExecuteXids).
   std::vector<uint64_t> no_execute_xids;
+  // Full NVIDIA GPUs published for memory shares (kgpu.dra.sharing.memory), by UUID: with
+  // allowMultipleAllocations, `memory_policy` on their memory and, when multiprocessors_default > 0,
+  // `multiprocessors` (the SM count) as a second consumable capacity. A GPU in MIG mode, or one
+  // whose memory is below the policy's minimum, is not shared (a note says why).
+  std::set<std::string> memory_shared_gpus;
+  CapacityRequestPolicy memory_policy;
+  uint64_t multiprocessors_default = 0;
 };
 
 // Health as device taints, as NVIDIA's DRA driver publishes it (keys in the driver's domain):
@@ -87,6 +95,13 @@ const char* to_string(TaintSupport support);
 // `pool` as such a server can hold it: without the None taints, or, when Off, without the tainted
 // devices (left out, as before taints) and with no taints at all. Pure.
 DriverPool with_taint_support(DriverPool pool, TaintSupport support);
+
+// Whether the API server keeps consumable capacity (allowMultipleAllocations and requestPolicy:
+// Kubernetes' DRAConsumableCapacity); the publisher finds out from its answers. Where it does not,
+// `pool` is published with its shared GPUs as ordinary exclusive devices (no allowMultipleAllocations,
+// no request policies, no multiprocessors capacity on full GPUs). Pure.
+DriverPool with_share_support(DriverPool pool, bool served);
+bool has_shared_devices(const DriverPool& pool);
 
 // The ResourceSlice objects for one pool at one generation: as many as the device limit needs (at
 // least one, so an empty pool is still published), named "<node>-<driver>-<n>", owned by the Node.

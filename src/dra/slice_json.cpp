@@ -18,8 +18,15 @@ nlohmann::json device_json(const DraDevice& d, SliceApi api) {
     for (const auto& a : *d.gpu_attributes) attributes[std::string(a.name)] = attribute_json(a.value);
   for (const auto& a : d.attributes) attributes[std::string(a.name)] = attribute_json(a.value);
   nlohmann::json capacity = nlohmann::json::object();
-  for (const auto& c : d.capacity) capacity[std::string(c.name)] = {{"value", binary_si_quantity(c.value)}};
+  for (const auto& c : d.capacity) {
+    nlohmann::json entry = {{"value", binary_si_quantity(c.value)}};
+    if (const auto& p = c.request_policy)
+      entry["requestPolicy"] = {{"default", binary_si_quantity(p->default_value)},
+                                {"validRange", {{"min", binary_si_quantity(p->min)}, {"step", binary_si_quantity(p->step)}}}};
+    capacity[std::string(c.name)] = std::move(entry);
+  }
   nlohmann::json fields = {{"attributes", attributes}, {"capacity", capacity}};
+  if (d.allow_multiple_allocations) fields["allowMultipleAllocations"] = true;
   if (!d.taints.empty()) {
     nlohmann::json taints = nlohmann::json::array();
     for (const auto& t : d.taints) {

@@ -433,7 +433,9 @@ Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::Ap
     uint64_t epoch = 0;
     bool same = false;
     for (TaintSupport support = taint_support();;) {
-      shaped = desired ? std::optional<DriverPool>(with_taint_support(*desired, support)) : std::nullopt;
+      const bool shares = shares_served();
+      shaped = desired ? std::optional<DriverPool>(with_share_support(with_taint_support(*desired, support), shares))
+                       : std::nullopt;
       {
         std::lock_guard lock(mu_);
         epoch = epoch_;
@@ -442,7 +444,7 @@ Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::Ap
       }
       if (same) break;  // the API server already holds this driver's pool
       status = sync_driver(driver, shaped ? &*shaped : nullptr, options, client, deadline);
-      if (!status || taint_support() == support) break;
+      if (!status || (taint_support() == support && shares_served() == shares)) break;
       support = taint_support();
     }
     if (same) continue;
@@ -540,8 +542,16 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
       const int status = answer->status;
       const bool gone = write.kind == SliceWrite::Kind::Delete && status == 404;  // deleted already: fine
       const bool sent_taints = write.kind != SliceWrite::Kind::Delete && write.body.find("\"taints\":") != std::string::npos;
+      const bool sent_shares =
+          write.kind != SliceWrite::Kind::Delete && write.body.find("\"allowMultipleAllocations\":") != std::string::npos;
       if (status == 200 || status == 201 || status == 202 || gone) {
         ++done;
+        // Stored without allowMultipleAllocations: the server drops consumable capacity.
+        if (sent_shares && answer->body.find("\"allowMultipleAllocations\"") == std::string::npos &&
+            lower_share_support("stored " + write.name + " without allowMultipleAllocations")) {
+          reshape = true;
+          break;
+        }
         // Stored without the taints it carried: the server drops the field. The caller writes again.
         if (sent_taints && answer->body.find("\"taints\"") == std::string::npos &&
             lower_taint_support(TaintSupport::Off, "stored " + write.name + " without its device taints")) {
@@ -549,6 +559,14 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
           break;
         }
         continue;
+      }
+      if ((status == 400 || status == 422) && sent_shares &&
+          (answer->body.find("allowMultipleAllocations") != std::string::npos ||
+           answer->body.find("requestPolicy") != std::string::npos) &&
+          lower_share_support("refused " + write.name + " with consumable capacity (HTTP " + std::to_string(status) +
+                              excerpt(answer->body) + ")")) {
+        reshape = true;
+        break;
       }
       if ((status == 400 || status == 422) && sent_taints) {
         // Refused for them: effect None alone (servers before it name the value), or the field.
@@ -593,6 +611,33 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
   }
   return Error::unavailable("ResourceSlices of " + driver + ": still conflicting after " +
                             std::to_string(timing_.conflict_retries + 1) + " attempts");
+}
+
+bool SlicePublisher::shares_served() const {
+  std::lock_guard lock(mu_);
+  return shares_served_;
+}
+
+void SlicePublisher::on_shares_refused(std::function<void()> listener) {
+  std::lock_guard lock(mu_);
+  on_shares_refused_ = std::move(listener);
+}
+
+bool SlicePublisher::lower_share_support(const std::string& why) {
+  std::function<void()> listener;
+  {
+    std::lock_guard lock(mu_);
+    if (!shares_served_) return false;
+    shares_served_ = false;
+    state_.shares = false;
+    listener = on_shares_refused_;
+  }
+  spdlog::warn("DRA slices: the API server {}; from now on the GPUs of kgpu.dra.sharing.memory.gpus are published "
+               "whole, as ordinary exclusive devices (restart kgpu once the API server keeps consumable capacity: "
+               "Kubernetes 1.34+ with the DRAConsumableCapacity feature)",
+               why);
+  if (listener) listener();
+  return true;
 }
 
 TaintSupport SlicePublisher::taint_support() const {

@@ -30,6 +30,11 @@
 // once without what it cannot hold (TaintSupport: effect None, or every taint, the tainted devices
 // left out as before taints) for the rest of the run, and says so once.
 //
+// Memory shares (consumable capacity: allowMultipleAllocations, requestPolicy) likewise: a write
+// answered without allowMultipleAllocations, or refused (400/422) naming it or requestPolicy, makes
+// kgpu publish the shared GPUs as ordinary exclusive devices (with_share_support) for the rest of the
+// run, say so once, and tell the owner (on_shares_refused), whose prepares must follow suit.
+//
 // Watch (start_watch()): a second thread follows the node's slices (kube/watch_loop.h, filtered to
 // spec.nodeName) and resyncs on every event for a covered driver, so a slice someone else deleted
 // or edited is put back at once rather than at the next change. It is blocked in its read while
@@ -47,6 +52,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -129,8 +135,14 @@ class SlicePublisher {
     uint64_t repairs = 0;    // passes a watch event caused that had to write (someone changed the slices)
     bool fighting = false;   // those repairs keep coming: another writer overwrites kgpu's slices (from the pacer)
     TaintSupport taints = TaintSupport::Full;  // what the API server was found to keep of device taints
+    bool shares = true;  // the API server keeps consumable capacity (else shared GPUs go out whole)
   };
   State state() const;
+  // Whether shared GPUs are published with consumable capacity (see above); false for good once
+  // the API server showed it does not keep it.
+  bool shares_served() const;
+  // Called (from the worker, without locks held) once when shares_served() turns false.
+  void on_shares_refused(std::function<void()> listener);
   // Blocks until the latest publish() is in the API server, or `timeout` passes (false then).
   bool wait_synced(std::chrono::milliseconds timeout) const;
 
@@ -161,6 +173,7 @@ class SlicePublisher {
   // from now on (never back up). True when that lowered it.
   bool lower_taint_support(TaintSupport support, const std::string& why);
   TaintSupport taint_support() const;
+  bool lower_share_support(const std::string& why);  // true when shares were served until now
   Result<std::vector<kube::ListedSlice>> list(const std::string& driver, const kube::ApiClient& client,
                                               const Deadline& deadline) const;
   Result<SliceApi> api(const kube::ApiClient& client, const Deadline& deadline);
@@ -206,6 +219,8 @@ class SlicePublisher {
   std::map<std::string, std::optional<DriverPool>> written_;
   std::map<std::string, int64_t> last_generation_;  // the highest generation written per driver
   TaintSupport taint_support_ = TaintSupport::Full;  // in state_.taints too
+  bool shares_served_ = true;                         // in state_.shares too
+  std::function<void()> on_shares_refused_;
   mutable std::atomic<bool> trim_after_pass_{false};  // a large answer was read: give memory back
   std::thread thread_;  // the worker (on demand)
   std::thread watch_thread_;

@@ -87,7 +87,17 @@ void put_attributes(std::string& out, const DraDevice& d) {
   for (size_t k = 0; k < d.capacity.size(); ++k) {
     if (k) out += ',';
     put_name(out, d.capacity[k].name);
-    out += "{\"value\":\"";
+    out += '{';
+    if (const auto& p = d.capacity[k].request_policy) {
+      out += "\"requestPolicy\":{\"default\":\"";
+      out += binary_si_quantity(p->default_value);
+      out += "\",\"validRange\":{\"min\":\"";
+      out += binary_si_quantity(p->min);
+      out += "\",\"step\":\"";
+      out += binary_si_quantity(p->step);
+      out += "\"}},";
+    }
+    out += "\"value\":\"";
     out += binary_si_quantity(d.capacity[k].value);
     out += "\"}";
   }
@@ -116,13 +126,17 @@ void put_taints(std::string& out, const DraDevice& d) {
 
 void put_device(std::string& out, const DraDevice& d, SliceApi api) {
   out += '{';
+  // allowMultipleAllocations sorts before attributes, as nlohmann's objects order keys.
+  const char* shareable = d.allow_multiple_allocations ? "\"allowMultipleAllocations\":true," : "";
   if (api == SliceApi::V1beta1) {
     out += "\"basic\":{";
+    out += shareable;
     put_attributes(out, d);
     put_taints(out, d);
     out += "},\"name\":";
     put_string(out, d.name);
   } else {
+    out += shareable;
     put_attributes(out, d);
     out += ",\"name\":";
     put_string(out, d.name);

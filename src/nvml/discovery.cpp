@@ -198,6 +198,10 @@ class Discoverer {
     if (!note(f, memory, false)) return;
     if (memory) g.memory_bytes = memory->total;
 
+    // The SM count, for memory shares' multiprocessors capacity. Silent: NVML answers it for MIG
+    // devices, and not every driver does for a whole GPU (then none is published).
+    if (auto attrs = nvml_.attributes(h)) g.multiprocessors = static_cast<int>(attrs->multiprocessorCount);
+
     auto cc = nvml_.compute_capability(h);
     if (!note(f, cc, false)) return;
     if (cc) std::tie(g.cc_major, g.cc_minor) = *cc;

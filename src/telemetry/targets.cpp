@@ -17,13 +17,10 @@ std::vector<Target> targets_from_inventory(const Inventory& inventory) {
   std::vector<Target> out;
   for (const Gpu& gpu : inventory.gpus) {
     if (gpu.vendor != Vendor::Nvidia) continue;
-    Target whole;
-    whole.gpu_index = static_cast<unsigned>(gpu.index);
-    whole.uuid = gpu.uuid;
-    whole.pci_bus_id = gpu.pci_bus_id;
-    whole.model_name = gpu.product;
-    whole.read_uuid = gpu.uuid;
-    whole.device_ids = {gpu.uuid, std::to_string(gpu.index)};
+    // Built whole, not member by member: GCC 12 -O2 takes the assignments for reads of an
+    // uninitialised string (-Wmaybe-uninitialized).
+    const Target whole{static_cast<unsigned>(gpu.index), gpu.uuid, gpu.pci_bus_id, gpu.product, std::nullopt, "",
+                       gpu.uuid, {gpu.uuid, std::to_string(gpu.index)}};
     out.push_back(whole);
     if (!gpu.mig_enabled) continue;
     // One entity per GPU instance; its compute instances (MIG devices) all map to it.

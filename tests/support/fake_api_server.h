@@ -31,11 +31,14 @@
 #include <regex>
 #include <set>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/quantity.h"
 
 namespace kgpu::test {
 
@@ -59,6 +62,11 @@ class FakeApiServer {
   // the rest (DRADeviceTaints off: the field is cleared before storing), keep them (stamping
   // timeAdded, as the API server does), or keep them but refuse effect None (servers before it).
   enum class DeviceTaints { Refused, Stripped, Served, NoneEffectRefused };
+  // Consumable capacity on ResourceSlices (allowMultipleAllocations, capacity requestPolicy:
+  // Kubernetes 1.34+, DRAConsumableCapacity): refused as unknown fields (a Kubernetes before it
+  // with strict field validation; the default), dropped before storing (the gate off), or kept and
+  // validated as the API server does.
+  enum class ConsumableCapacity { Refused, Stripped, Served };
 
   // port 0: any free port.
   FakeApiServer(std::string node_name, std::map<std::string, std::string> labels, int port = 0)
@@ -220,6 +228,10 @@ class FakeApiServer {
   void set_device_taints(DeviceTaints mode) {
     std::lock_guard lock(mu_);
     device_taints_ = mode;
+  }
+  void set_consumable_capacity(ConsumableCapacity mode) {
+    std::lock_guard lock(mu_);
+    consumable_capacity_ = mode;
   }
 
   void set_fault(Fault fault) {
@@ -601,7 +613,10 @@ class FakeApiServer {
       if (take(write_failures_, res)) return;
       json body = json::parse(req.body, nullptr, false);
       if (auto problem = accept_taints(body, version); !problem.empty()) return reject(res, problem);
-      if (auto problem = validate_slice(body, version, device_taints_); !problem.empty()) return reject(res, problem);
+      strip_consumable_capacity(body, version);
+      if (auto problem = validate_slice(body, version, device_taints_, consumable_capacity_ == ConsumableCapacity::Served);
+          !problem.empty())
+        return reject(res, problem);
       if (body["metadata"].contains("resourceVersion")) return reject(res, "metadata.resourceVersion must not be set on create");
       const std::string name = body["metadata"]["name"];
       if (slices_.count(name)) {
@@ -623,7 +638,10 @@ class FakeApiServer {
       if (take(write_failures_, res)) return;
       json body = json::parse(req.body, nullptr, false);
       if (auto problem = accept_taints(body, version); !problem.empty()) return reject(res, problem);
-      if (auto problem = validate_slice(body, version, device_taints_); !problem.empty()) return reject(res, problem);
+      strip_consumable_capacity(body, version);
+      if (auto problem = validate_slice(body, version, device_taints_, consumable_capacity_ == ConsumableCapacity::Served);
+          !problem.empty())
+        return reject(res, problem);
       if (body["metadata"]["name"] != name) return reject(res, "metadata.name does not match the path");
       auto it = slices_.find(name);
       if (it == slices_.end()) return status(res, 404, "NotFound");
@@ -808,6 +826,54 @@ class FakeApiServer {
     return "";
   }
 
+  // mu_ held. Before validation: a server with the gate off drops the consumable-capacity fields.
+  void strip_consumable_capacity(nlohmann::json& body, const std::string& version) const {
+    if (consumable_capacity_ != ConsumableCapacity::Stripped) return;
+    if (!body.is_object() || !body.contains("spec") || !body["spec"].is_object()) return;
+    auto& devices = body["spec"]["devices"];
+    if (!devices.is_array()) return;
+    for (auto& d : devices) {
+      if (!d.is_object()) continue;
+      nlohmann::json& fields = version == "v1beta1" && d.contains("basic") && d["basic"].is_object() ? d["basic"] : d;
+      fields.erase("allowMultipleAllocations");
+      if (fields.contains("capacity") && fields["capacity"].is_object())
+        for (auto& [name, value] : fields["capacity"].items())
+          if (value.is_object()) value.erase("requestPolicy");
+    }
+  }
+
+  // capacity.<name>.requestPolicy as Kubernetes validates it: a default and a validRange whose
+  // min is required; default within the range (min + k * step) and no more than the capacity.
+  static std::string validate_request_policy(const std::string& name, const nlohmann::json& policy,
+                                             const std::string& capacity_value) {
+    // Amounts as whole numbers; UINT64_MAX stands for "not a quantity" (plain values keep GCC 12's
+    // -Wmaybe-uninitialized quiet, which std::optional here does not).
+    constexpr uint64_t kBad = UINT64_MAX;
+    auto amount = [](const nlohmann::json& q) -> uint64_t {
+      if (!q.is_string()) return kBad;
+      auto v = kgpu::parse_quantity_bytes(q.get<std::string>());
+      return v ? *v : kBad;
+    };
+    const std::string where = "capacity " + name + ".requestPolicy";
+    if (!policy.is_object()) return where + " is not an object";
+    for (const auto& [key, value] : policy.items())
+      if (key != "default" && key != "validRange" && key != "validValues") return where + ": unknown field \"" + key + "\"";
+    const uint64_t total = amount(nlohmann::json(capacity_value));
+    const bool has_default = policy.contains("default");
+    const uint64_t def = has_default ? amount(policy["default"]) : kBad;
+    if (has_default && def == kBad) return where + ".default is not a quantity";
+    if (!policy.contains("validRange")) return "";
+    const nlohmann::json& range = policy["validRange"];
+    if (!range.is_object() || !range.contains("min")) return where + ".validRange.min: Required value";
+    const uint64_t min = amount(range["min"]);
+    const uint64_t step = range.contains("step") ? amount(range["step"]) : 1;
+    if (min == kBad || step == kBad || step == 0) return where + ".validRange: min and step must be quantities, step above 0";
+    if (!has_default) return where + ".default: Required value when validRange is set";
+    if (def < min || (def - min) % step != 0) return where + ".default: must be min plus whole steps";
+    if (total != kBad && (min > total || def > total)) return where + ": min and default must not exceed the capacity";
+    return "";
+  }
+
   static std::string validate_taints(const nlohmann::json& taints, bool none_served) {
     static const std::regex kLabelValue("([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?");
     if (!taints.is_array() || taints.size() > 16) return "taints: must be a list of at most 16";
@@ -829,7 +895,7 @@ class FakeApiServer {
   }
 
   static std::string validate_slice(const nlohmann::json& s, const std::string& version,
-                                    DeviceTaints taints = DeviceTaints::Refused) {
+                                    DeviceTaints taints = DeviceTaints::Refused, bool shares_served = false) {
     const bool taints_served = taints == DeviceTaints::Served || taints == DeviceTaints::NoneEffectRefused;
     using nlohmann::json;
     static const std::regex kDnsLabel("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
@@ -913,16 +979,19 @@ class FakeApiServer {
         if (auto p = only(d, {"name", "basic"}, "spec.devices[]"); !p.empty()) return p;
         if (!d.contains("basic") || !d["basic"].is_object()) return "spec.devices[].basic is required in v1beta1";
         fields = &d["basic"];
-        if (auto p = taints_served ? only(*fields, {"attributes", "capacity", "taints"}, "spec.devices[].basic")
-                                   : only(*fields, {"attributes", "capacity"}, "spec.devices[].basic");
-            !p.empty())
-          return p;
+        std::set<std::string> known{"attributes", "capacity"};
+        if (taints_served) known.insert("taints");
+        if (shares_served) known.insert("allowMultipleAllocations");
+        if (auto p = only(*fields, known, "spec.devices[].basic"); !p.empty()) return p;
       } else {
-        if (auto p = taints_served ? only(d, {"name", "attributes", "capacity", "taints"}, "spec.devices[]")
-                                   : only(d, {"name", "attributes", "capacity"}, "spec.devices[]");
-            !p.empty())
-          return p;
+        std::set<std::string> known{"name", "attributes", "capacity"};
+        if (taints_served) known.insert("taints");
+        if (shares_served) known.insert("allowMultipleAllocations");
+        if (auto p = only(d, known, "spec.devices[]"); !p.empty()) return p;
       }
+      if (fields->contains("allowMultipleAllocations") && !(*fields)["allowMultipleAllocations"].is_boolean())
+        return "spec.devices[].allowMultipleAllocations is not a bool";
+      const bool multiple = fields->value("allowMultipleAllocations", false);
       if (fields->contains("taints"))
         if (auto p = validate_taints((*fields)["taints"], taints == DeviceTaints::Served); !p.empty())
           return "spec.devices[]." + p;
@@ -959,7 +1028,16 @@ class FakeApiServer {
         if (!value.is_object() || !value.contains("value") || !value["value"].is_string() ||
             !std::regex_match(value["value"].get<std::string>(), kQuantity))
           return "capacity " + name + " has no quantity value";
-        if (auto p = only(value, {"value"}, "capacity " + name); !p.empty()) return p;
+        if (auto p = only(value, shares_served ? std::set<std::string>{"value", "requestPolicy"} : std::set<std::string>{"value"},
+                          "capacity " + name);
+            !p.empty())
+          return p;
+        if (value.contains("requestPolicy")) {
+          if (!multiple)
+            return "capacity " + name + ".requestPolicy: Forbidden: only for a device with allowMultipleAllocations";
+          if (auto p = validate_request_policy(name, value["requestPolicy"], value["value"].get<std::string>()); !p.empty())
+            return p;
+        }
       }
     }
     return "";
@@ -1051,6 +1129,7 @@ class FakeApiServer {
   size_t page_size_ = 0;
   bool stall_slice_writes_ = false;
   DeviceTaints device_taints_ = DeviceTaints::Refused;
+  ConsumableCapacity consumable_capacity_ = ConsumableCapacity::Refused;
   std::string touch_after_list_;
   SliceCounts slice_counts_;
   std::vector<std::string> slice_rejections_;

@@ -69,5 +69,38 @@ TEST(DraSettings, DevicePluginOffWithoutDraServesNothingAndIsRefused) {
   EXPECT_EQ(errors_of("kgpu:\n  dra:\n    enabled: true\n    devicePlugin: false\n"), "");
 }
 
+// kgpu.dra.sharing.memory (issue 31): the GPUs and a request policy the API server accepts and MPS
+// can enforce, refused at start-up with the key's position rather than at the first share.
+TEST(DraSettings, MemorySharingLoadsAndBadPoliciesAreRefused) {
+  const std::string head = "flags:\n  mpsRoot: /run/mps\nkgpu:\n  dra:\n    sharing:\n      memory:\n";
+  const auto loaded = parse_config_text(head + "        gpus: [all]\n        requestPolicy: {default: 2Gi, min: 1Gi, step: "
+                                               "512Mi}\n        multiprocessorsDefault: 4\n        "
+                                               "activeThreadPercentage: 25\n",
+                                        "c.yaml", false);
+  const DraMemorySharing& m = loaded.config.dra.memory_sharing;
+  EXPECT_EQ(m.gpus, std::vector<std::string>{"all"});
+  EXPECT_EQ(m.default_share, "2Gi");
+  EXPECT_EQ(m.min_share, "1Gi");
+  EXPECT_EQ(m.share_step, "512Mi");
+  EXPECT_EQ(m.multiprocessors_default, 4u);
+  EXPECT_EQ(m.active_thread_percentage, 25u);
+  EXPECT_EQ(errors_of(head + "        gpus: [0, GPU-4f5e]\n"), "");
+
+  EXPECT_THAT(errors_of(head + "        gpus: [all, 0]\n"), HasSubstr("is either [all] or a list"));
+  EXPECT_THAT(errors_of(head + "        gpus: [gpu0]\n"), HasSubstr("entry \"gpu0\" is neither a GPU index"));
+  EXPECT_THAT(errors_of("kgpu:\n  dra:\n    sharing:\n      memory:\n        gpus: [all]\n"),
+              HasSubstr("needs an MPS root"));
+  EXPECT_THAT(errors_of(head + "        gpus: [all]\n        requestPolicy: {default: 1536Mi}\n"),
+              HasSubstr("is not a valid share: shares are the minimum 1Gi plus whole steps of 1Gi"));
+  EXPECT_THAT(errors_of(head + "        gpus: [all]\n        requestPolicy: {step: 10GB}\n"),
+              HasSubstr("kgpu.dra.sharing.memory.requestPolicy.step: quantity \"10GB\""));
+  EXPECT_THAT(errors_of(head + "        gpus: [all]\n        requestPolicy: {min: 512Ki, default: 512Ki}\n"),
+              HasSubstr("at least 1Mi"));
+  EXPECT_THAT(errors_of(head + "        gpus: [all]\n        activeThreadPercentage: 101\n"),
+              HasSubstr("a percentage is 0 (none) to 100"));
+  // Nothing shared: the policy is not looked at.
+  EXPECT_EQ(errors_of("kgpu:\n  dra:\n    sharing:\n      memory:\n        requestPolicy: {step: 10GB}\n"), "");
+}
+
 }  // namespace
 }  // namespace kgpu

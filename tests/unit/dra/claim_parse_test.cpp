@@ -32,13 +32,14 @@ TEST(DraClaimParse, ReadsMetadataResultsAndConfigInEveryApiVersion) {
                         json::array({opaque_config({{"x", 1}}, {"gpu"}, "FromClass")}), version);
     j["status"]["allocation"]["devices"]["results"][0]["shareID"] = "share-1";
     j["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = true;
-    j["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {{"memory", "10Gi"}};  // ignored
+    j["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {{"memory", "10Gi"}};
     const ResourceClaim c = parse(j);
     EXPECT_EQ(c.api_version, version);
     EXPECT_EQ(c.ref, (ClaimRef{"uid-1", "team-a", "claim-uid-1"}));
     EXPECT_TRUE(c.allocated);
     ASSERT_EQ(c.results.size(), 2u);
-    EXPECT_EQ(c.results[0], (AllocationResult{"gpu", "gpu.nvidia.com", "node-1", "gpu-0", true, "share-1"}));
+    EXPECT_EQ(c.results[0], (AllocationResult{"gpu", "gpu.nvidia.com", "node-1", "gpu-0", true, "share-1",
+                                              {{"memory", uint64_t{10} << 30}}}));
     EXPECT_EQ(c.results[1].driver, "other.example.com");
     EXPECT_FALSE(c.results[1].admin_access);
     EXPECT_FALSE(c.results[1].share_id);

@@ -132,6 +132,15 @@ TEST(DraPrepare, IndexStrategyNamesDevicesByIndexForTheRuntime) {
                                      mig_device_id(n.config, n.inventory.gpus[0], n.inventory.gpus[0].mig_devices[4])});
 }
 
+// `gpu` published for memory shares of 1 GiB steps (kgpu.dra.sharing.memory), as the builder does.
+void share_gpu(DriverPool& pool, const std::string& gpu) {
+  for (auto& d : pool.devices) {
+    d.allow_multiple_allocations = d.name == gpu;
+    for (auto& c : d.capacity)
+      if (d.name == gpu && c.name == "memory") c.request_policy = CapacityRequestPolicy{1u << 30, 1u << 30, 1u << 30};
+  }
+}
+
 TEST(DraPrepare, RequestsSharingADeviceAreMergedAndSubrequestsStripped) {
   Node n;
   const std::string gpu = gpu_name(n.inventory, 1);
@@ -143,7 +152,7 @@ TEST(DraPrepare, RequestsSharingADeviceAreMergedAndSubrequestsStripped) {
 
   // Consumable-capacity shares of one device (published as shareable) are separate answers backed
   // by one CDI device.
-  for (auto& d : n.pool.devices) d.allow_multiple_allocations = d.name == gpu;
+  share_gpu(n.pool, gpu);
   const Preparation shares = n.ok(claim_json(kUid, {{"a", gpu, "gpu.nvidia.com", "node-1", false, "s1"},
                                                     {"b", gpu, "gpu.nvidia.com", "node-1", false, "s2"}}));
   ASSERT_EQ(shares.claim.devices.size(), 2u);
@@ -168,7 +177,7 @@ TEST(DraPrepare, AShareIdOnADeviceNotPublishedAsShareableIsRefused) {
             std::string::npos)
       << refused.error().message;
   // Published as shareable: the share is prepared.
-  for (auto& d : n.pool.devices) d.allow_multiple_allocations = d.name == gpu;
+  share_gpu(n.pool, gpu);
   EXPECT_TRUE(prepare_claim(*parsed, PrepareInputs{n.config, n.inventory, n.pool, nullptr}).ok());
 }
 

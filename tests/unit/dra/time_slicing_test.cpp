@@ -96,7 +96,7 @@ TEST(ClaimSharing, TimeSlicesAreSetOnPrepare) {
   ClaimSharing sharing({"/drv/nvidia-smi", {{"LD_PRELOAD", "/drv/libnvidia-ml.so.1"}}}, rec.runner(), ClaimMps({}));
   const auto a = claim("a", {{kGpu0, TimeSliceInterval::Medium}});
   ASSERT_TRUE(sharing.apply({a}, a).ok());
-  ASSERT_TRUE(sharing.undo(a).ok()) << "no MPS daemon to stop; the reset is the store's (pending)";
+  ASSERT_TRUE(sharing.undo(a, [] { return std::vector<PreparedClaim>{}; }).ok()) << "no MPS daemon to stop; the reset is the store's (pending)";
   ASSERT_EQ(rec.runs.size(), 2u);
   EXPECT_EQ(rec.runs[0], set_compute_mode_argv("/drv/nvidia-smi", kGpu0, "DEFAULT")) << "as NVIDIA's driver";
   EXPECT_EQ(rec.runs[0], (std::vector<std::string>{"/drv/nvidia-smi", "-i", kGpu0, "-c", "DEFAULT"}));

@@ -4,6 +4,8 @@
 // POST / PUT / DELETE under the deadline, size and stop rules.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <optional>
 #include <thread>
 
@@ -174,6 +176,45 @@ TEST(SliceSync, AServerThatDropsOrRefusesTaintsGetsTheSlicesWithoutWhatItCannotH
     publisher.publish(pools);
     ASSERT_TRUE(publisher.wait_synced(10s));
     EXPECT_EQ(api.slice_counts().writes(), writes);
+  }
+}
+
+// Issue 31: shared GPUs go out with consumable capacity where the API server keeps it; one that
+// drops the fields (DRAConsumableCapacity off) or refuses them (before 1.34) gets them whole, at once
+// and for good, and the owner hears of it once.
+TEST(SliceSync, AServerWithoutConsumableCapacityGetsSharedGpusWhole) {
+  using Mode = test::FakeApiServer::ConsumableCapacity;
+  const auto inv = testing::a100_node(4, 0);
+  SliceOptions shared = options();
+  shared.memory_shared_gpus = {inv.gpus[2].uuid};
+  shared.memory_policy = {uint64_t{1} << 30, uint64_t{1} << 30, uint64_t{1} << 30};
+  const auto pools = build_publication(inv, shared)->pools;
+  ASSERT_TRUE(has_shared_devices(pools.at(0)));
+  for (Mode mode : {Mode::Served, Mode::Stripped, Mode::Refused}) {
+    test::FakeApiServer api("node-1", {});
+    api.set_consumable_capacity(mode);
+    SlicePublisher publisher(server_of(api), options());
+    publisher.set_timing(fast_timing());
+    std::atomic<int> refusals{0};
+    publisher.on_shares_refused([&] { ++refusals; });
+    publisher.start();
+    publisher.publish(pools);
+    ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+    const bool served = mode == Mode::Served;
+    EXPECT_EQ(publisher.shares_served(), served) << static_cast<int>(mode);
+    EXPECT_EQ(publisher.state().shares, served);
+    EXPECT_EQ(refusals.load(), served ? 0 : 1);
+    EXPECT_TRUE(publisher.state().problem.empty()) << publisher.state().problem;
+    // What the server holds is the pool as written: with the fields, or whole.
+    const json stored = written(api, kSlice0);
+    const json wanted = resource_slices(with_share_support(pools.at(0), served), options(), 1, SliceApi::V1).at(0);
+    EXPECT_EQ(stored["spec"]["devices"], wanted["spec"]["devices"]) << static_cast<int>(mode);
+    // Settled: the same pools again write nothing.
+    const auto writes = api.slice_counts().writes();
+    publisher.publish(pools);
+    ASSERT_TRUE(publisher.wait_synced(10s));
+    EXPECT_EQ(api.slice_counts().writes(), writes);
+    EXPECT_EQ(refusals.load(), served ? 0 : 1);
   }
 }
 
