@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "dra/claim_sharing.h"
 #include "dra/claim_store.h"
 #include "dra/slice_builder.h"
@@ -37,10 +39,11 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kGi = uint64_t{1} << 30;
 
+// Under $TMPDIR (default /tmp), or `base`.
 struct Scratch {
   fs::path path;
-  Scratch() {
-    const char* tmp = std::getenv("TMPDIR");
+  explicit Scratch(const char* base = nullptr) {
+    const char* tmp = base ? base : std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/kgpu-bench-share-XXXXXX";
     path = ::mkdtemp(pattern.data());
   }
@@ -54,7 +57,7 @@ struct Scratch {
 struct Supervisor {
   pid_t pid = -1;
   explicit Supervisor(const Scratch& dir) {
-    pid = bench::spawn_logged({KGPU_BINARY, "mps-daemon", "--mps-root", (dir.path / "mps").string(),
+    pid = bench::spawn_logged({KGPU_BINARY, "mps-daemon", "--mps-root", dir.path.string(),
                                "--mps-control-binary", std::string(KGPU_FIXTURES_DIR) + "/mps/nvidia-cuda-mps-control",
                                "--claim-shm-size", "16Mi"},
                               {}, (dir.path / "mps-daemon.log").string());
@@ -68,8 +71,10 @@ struct Supervisor {
 };
 
 struct ShareNode {
-  Scratch dir;
-  Supervisor supervisor{dir};
+  Scratch dir;  // CDI specs and the checkpoint: $TMPDIR (/dev/shm: tmpfs, as /var/run/cdi is)
+  // The MPS root never under /dev/shm: each daemon gets a tmpfs of its own mounted there.
+  Scratch mps{"/tmp"};
+  Supervisor supervisor{mps};
   std::shared_ptr<dra::NodeDevices> devices = std::make_shared<dra::NodeDevices>();
   std::map<std::string, std::string> claims;  // name -> claim text
   std::unique_ptr<dra::ClaimStore> store;
@@ -78,8 +83,9 @@ struct ShareNode {
   std::string uuid;
 
   ShareNode() {
+    spdlog::set_level(spdlog::level::warn);  // a line per daemon start and compute mode otherwise
     devices->inventory = testing::a100_node(8, 0);
-    devices->config.mps_root = (dir.path / "mps").string();
+    devices->config.mps_root = mps.path.string();
     uuid = devices->inventory.gpus[0].uuid;
     dra::SliceOptions o;
     o.node_name = "node-1";
@@ -96,9 +102,9 @@ struct ShareNode {
         });
     store->set_devices(devices);
     auto no_op = [](const std::vector<std::string>&, const std::map<std::string, std::string>&) { return ok_status(); };
-    dra::ClaimMpsOptions mps;
-    mps.mps_root = devices->config.mps_root;
-    sharing = std::make_unique<dra::ClaimSharing>(dra::NvidiaSmi{"nvidia-smi", {}}, no_op, dra::ClaimMps(mps));
+    dra::ClaimMpsOptions mps_options;
+    mps_options.mps_root = devices->config.mps_root;
+    sharing = std::make_unique<dra::ClaimSharing>(dra::NvidiaSmi{"nvidia-smi", {}}, no_op, dra::ClaimMps(mps_options));
   }
 
   dra::ClaimRef share(int n) {
@@ -115,10 +121,18 @@ struct ShareNode {
                       .dump();
     return {uid, "team-a", uid};
   }
+  // Each prepare's two halves, for where the time goes: the store (files written and fsync'd), the
+  // sharing (the daemon asked for and waited on).
+  std::vector<double> store_ms, sharing_ms;
   Status prepare(const dra::ClaimRef& ref) {
+    const auto begun = Clock::now();
     auto p = store->prepare(ref);
     if (!p) return p.error();
-    return sharing->apply(store->prepared(), *p);
+    const auto stored = Clock::now();
+    auto st = sharing->apply(store->prepared(), *p);
+    store_ms.push_back(std::chrono::duration<double, std::milli>(stored - begun).count());
+    sharing_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - stored).count());
+    return st;
   }
   Status unprepare(const dra::ClaimRef& ref) {
     auto released = store->unprepare(ref.uid);
@@ -126,20 +140,30 @@ struct ShareNode {
     if (*released) (void)sharing->undo(**released, [this] { return store->prepared(); });
     return sharing->run_pending_resets(*store);
   }
-  bool daemon_gone() const { return !fs::exists(dir.path / "mps" / "dra" / dra::share_daemon_name(uuid)); }
+  bool daemon_gone() const { return !fs::exists(mps.path / "dra" / dra::share_daemon_name(uuid)); }
 };
 
-void report(benchmark::State& state, std::vector<double>& ms) {
+double median(std::vector<double> ms) {
+  if (ms.empty()) return 0;
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void report(benchmark::State& state, std::vector<double>& ms, const ShareNode& node) {
   if (ms.empty()) return;
   std::sort(ms.begin(), ms.end());
   state.counters["p50_ms"] = ms[ms.size() / 2];
   state.counters["p90_ms"] = ms[ms.size() * 9 / 10];
+  state.counters["store_p50_ms"] = median(node.store_ms);
+  state.counters["sharing_p50_ms"] = median(node.sharing_ms);
 }
 
 void BM_SharePrepareDaemonRunning(benchmark::State& state) {
   ShareNode node;
   const auto anchor = node.share(0);
   if (auto st = node.prepare(anchor); !st) return state.SkipWithError(st.error().message.c_str());
+  node.store_ms.clear();  // the anchor started the daemon: not a sample
+  node.sharing_ms.clear();
   std::vector<double> ms;
   int n = 1;
   for (auto _ : state) {
@@ -152,7 +176,7 @@ void BM_SharePrepareDaemonRunning(benchmark::State& state) {
     ms.push_back(took);
     if (auto u = node.unprepare(ref); !u) return state.SkipWithError(u.error().message.c_str());
   }
-  report(state, ms);
+  report(state, ms, node);
 }
 
 void BM_SharePrepareDaemonStart(benchmark::State& state) {
@@ -173,7 +197,7 @@ void BM_SharePrepareDaemonStart(benchmark::State& state) {
     while (!node.daemon_gone() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (!node.daemon_gone()) return state.SkipWithError("the daemon did not quit within 10 s");
   }
-  report(state, ms);
+  report(state, ms, node);
 }
 
 BENCHMARK(BM_SharePrepareDaemonRunning)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(200);

@@ -56,9 +56,15 @@ Status ClaimMps::start(const MpsClaimRequest& request) const {
   fs::create_directories(mps_claim_requests_dir(root), ec);
   if (ec) return Error::unavailable("cannot create " + mps_claim_requests_dir(root) + ": " + ec.message());
   const bool existed = exists_no_follow(file);
+  // The daemon already runs with this very request (another memory share of its GPU, or the
+  // kubelet asking again): nothing to write, nothing to wait for.
+  const std::string wanted = render_mps_claim_request(request);
+  if (existed && mps_marker_live(mps_ready_marker(root, mps_claim_resource(request.claim_uid))))
+    if (auto current = read_regular_file(file, kMpsClaimRequestMaxBytes); current && *current == wanted)
+      return ok_status();
   // A note from an earlier attempt is not this attempt's answer.
   ::unlink(mps_claim_failure_note(root, request.claim_uid).c_str());
-  if (auto st = write_file_atomically(file, render_mps_claim_request(request), 0644); !st)
+  if (auto st = write_file_atomically(file, wanted, 0644); !st)
     return Error::unavailable("cannot ask for the claim's MPS control daemon: " + st.error().message);
   auto ready = wait_ready(request.claim_uid);
   if (!ready && !existed) ::unlink(file.c_str());
