@@ -198,13 +198,15 @@ class Discoverer {
     if (!note(f, memory, false)) return;
     if (memory) g.memory_bytes = memory->total;
 
-    // The SM count, for memory shares' multiprocessors capacity. Silent: NVML answers it for MIG
-    // devices, and not every driver does for a whole GPU (then none is published).
-    if (auto attrs = nvml_.attributes(h)) g.multiprocessors = static_cast<int>(attrs->multiprocessorCount);
-
     auto cc = nvml_.compute_capability(h);
     if (!note(f, cc, false)) return;
     if (cc) std::tie(g.cc_major, g.cc_minor) = *cc;
+
+    // The SM count, for memory shares' multiprocessors capacity. NVML has none for a whole GPU
+    // (nvmlDeviceGetAttributes answers NOT_SUPPORTED but for MIG devices: an H100 with driver 580),
+    // so it is CUDA's own derivation, the cores over the cores per SM of the compute capability.
+    // Silent: 0 (an older NVML, an unknown capability) leaves the capacity unpublished.
+    if (auto cores = nvml_.num_gpu_cores(h)) g.multiprocessors = sms_from_cores(*cores, g.cc_major, g.cc_minor);
 
     auto arch = nvml_.architecture(h);
     if (!note(f, arch, false)) return;

@@ -160,6 +160,16 @@ std::string addressing_mode_name(unsigned mode) {
   }
 }
 
+int sms_from_cores(unsigned cores, int cc_major, int cc_minor) {
+  unsigned per_sm = 0;
+  if (cc_major == 3) per_sm = 192;
+  else if (cc_major == 6 && cc_minor == 0) per_sm = 64;
+  else if (cc_major == 7 || (cc_major == 8 && cc_minor == 0)) per_sm = 64;
+  else if (cc_major >= 5) per_sm = 128;
+  if (per_sm == 0 || cores == 0 || cores % per_sm != 0) return 0;
+  return static_cast<int>(cores / per_sm);
+}
+
 PcieLevel pcie_level(int level) {
   switch (level) {
     case NVML_TOPOLOGY_INTERNAL: return PcieLevel::SameBoard;

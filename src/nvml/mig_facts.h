@@ -59,6 +59,11 @@ std::string brand_name(int nvml_brand);
 // "" for a value NVML does not define (not published).
 std::string addressing_mode_name(unsigned nvml_mode);
 
+// A whole GPU's SM count from its CUDA cores (nvmlDeviceGetNumGpuCores) and compute capability,
+// as CUDA derives it (cores per SM: 64 on 6.0, 7.x and 8.0; 128 on 5.x, 6.1/6.2, 8.6-8.9, 9.x and
+// later; 192 on 3.x). 0 for a capability before 3.0 or cores that are no whole number of SMs.
+int sms_from_cores(unsigned cores, int cc_major, int cc_minor);
+
 // PcieLevel for an nvmlGpuTopologyLevel_t value (Unknown for values NVML does not define).
 PcieLevel pcie_level(int nvml_level);
 

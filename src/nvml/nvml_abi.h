@@ -284,6 +284,7 @@ typedef struct nvmlDeviceAddressingMode_st {
 #define NVML_DEVICE_ADDRESSING_MODE_HMM 1
 #define NVML_DEVICE_ADDRESSING_MODE_ATS 2
 typedef nvmlReturn_t (*nvmlDeviceGetAddressingMode_fn)(nvmlDevice_t device, nvmlDeviceAddressingMode_t* mode);
+typedef nvmlReturn_t (*nvmlDeviceGetNumGpuCores_fn)(nvmlDevice_t device, unsigned int* numCores);
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t device, unsigned int* currentMode, unsigned int* pendingMode);
 typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t device, unsigned int* count);
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t device, unsigned int index, nvmlDevice_t* migDevice);

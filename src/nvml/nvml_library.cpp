@@ -97,6 +97,7 @@ struct NvmlLibrary::Symbols {
   nvmlDeviceGetGpuFabricInfo_fn fabric = nullptr;
   nvmlDeviceGetGpuFabricInfoV_fn fabric_v = nullptr;
   nvmlDeviceGetAddressingMode_fn addressing_mode = nullptr;  // optional: NVML 12.9+
+  nvmlDeviceGetNumGpuCores_fn num_gpu_cores = nullptr;       // optional: NVML 12.0+
   nvmlDeviceGetMigMode_fn mig_mode = nullptr;
   nvmlDeviceGetMaxMigDeviceCount_fn max_mig = nullptr;
   nvmlDeviceGetMigDeviceHandleByIndex_fn mig_by_index = nullptr;
@@ -262,6 +263,7 @@ Status NvmlLibrary::resolve() {
   s.fabric = lookup<nvmlDeviceGetGpuFabricInfo_fn>(handle_, "nvmlDeviceGetGpuFabricInfo");
   s.fabric_v = lookup<nvmlDeviceGetGpuFabricInfoV_fn>(handle_, "nvmlDeviceGetGpuFabricInfoV");
   s.addressing_mode = lookup<nvmlDeviceGetAddressingMode_fn>(handle_, "nvmlDeviceGetAddressingMode");
+  s.num_gpu_cores = lookup<nvmlDeviceGetNumGpuCores_fn>(handle_, "nvmlDeviceGetNumGpuCores");
   symbols_.fabric_info = s.fabric_v ? "nvmlDeviceGetGpuFabricInfoV" : s.fabric ? "nvmlDeviceGetGpuFabricInfo" : "";
   s.mig_mode = lookup<nvmlDeviceGetMigMode_fn>(handle_, "nvmlDeviceGetMigMode");
   s.max_mig = lookup<nvmlDeviceGetMaxMigDeviceCount_fn>(handle_, "nvmlDeviceGetMaxMigDeviceCount");
@@ -435,6 +437,12 @@ NvmlResult<nvmlBrandType_t> NvmlLibrary::brand(nvmlDevice_t d) const {
   nvmlBrandType_t b = NVML_BRAND_UNKNOWN;
   KGPU_NVML_CALL(nvmlBrandType_t, sym_->brand, "nvmlDeviceGetBrand", d, &b);
   return b;
+}
+
+NvmlResult<unsigned> NvmlLibrary::num_gpu_cores(nvmlDevice_t d) const {
+  unsigned cores = 0;
+  KGPU_NVML_CALL(unsigned, sym_->num_gpu_cores, "nvmlDeviceGetNumGpuCores", d, &cores);
+  return cores;
 }
 
 NvmlResult<unsigned> NvmlLibrary::addressing_mode(nvmlDevice_t d) const {

@@ -113,6 +113,7 @@ class NvmlLibrary {
   NvmlResult<nvmlBrandType_t> brand(nvmlDevice_t d) const;
   NvmlResult<FabricInfo> fabric_info(nvmlDevice_t d) const;
   NvmlResult<unsigned> addressing_mode(nvmlDevice_t d) const;  // NVML_DEVICE_ADDRESSING_MODE_*
+  NvmlResult<unsigned> num_gpu_cores(nvmlDevice_t d) const;     // CUDA cores of a whole GPU
 
   // --- MIG ---
   NvmlResult<MigMode> mig_mode(nvmlDevice_t d) const;

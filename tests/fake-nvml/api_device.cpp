@@ -161,6 +161,22 @@ KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandT
                                      [](const Simulator& sim, const nvmlDevice_st& d) { return sim.gpu(d).brand; });
 }
 
+// CUDA cores: the fleet's SM count times the cores per SM of its compute capability (CUDA's table;
+// the fake's own copy, so kgpu's derivation is checked against it). NOT_SUPPORTED without an SM
+// count, as NVMLs before 12 answer.
+KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int* cores) {
+  return device_call(device, "nvmlDeviceGetNumGpuCores", [&](Simulator& sim, nvmlDevice_st& d) {
+    if (cores == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (d.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
+    const Gpu& gpu = sim.gpu(d);
+    const int cc = gpu.cc_major * 10 + gpu.cc_minor;
+    const unsigned per_sm = cc == 60 || (cc >= 70 && cc <= 80) ? 64 : cc >= 50 ? 128 : 192;
+    if (gpu.sm_count == 0) return NVML_ERROR_NOT_SUPPORTED;
+    *cores = gpu.sm_count * per_sm;
+    return NVML_SUCCESS;
+  });
+}
+
 KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device, nvmlDeviceAddressingMode_t* mode) {
   return device_call(device, "nvmlDeviceGetAddressingMode", [&](Simulator& sim, nvmlDevice_st& d) {
     if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
@@ -221,6 +237,7 @@ static_assert(std::is_same_v<decltype(&nvmlDeviceGetCudaComputeCapability), nvml
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetArchitecture), nvmlDeviceGetArchitecture_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetBrand), nvmlDeviceGetBrand_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetAddressingMode), nvmlDeviceGetAddressingMode_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetNumGpuCores), nvmlDeviceGetNumGpuCores_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetNumaNodeId), nvmlDeviceGetNumaNodeId_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetPowerUsage), nvmlDeviceGetPowerUsage_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetTemperature), nvmlDeviceGetTemperature_fn>);

@@ -153,8 +153,8 @@ KGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nv
       a.computeInstanceSliceCount = ci.slices;
       a.memorySizeMB = gi.profile.memory_mib;
     } else {
-      a.multiprocessorCount = gpu.sm_count;
-      a.memorySizeMB = gpu.memory_total_mib;
+      // As NVML does (seen on an H100 with driver 580): attributes are a MIG device's only.
+      return NVML_ERROR_NOT_SUPPORTED;
     }
     *attributes = a;
     return NVML_SUCCESS;

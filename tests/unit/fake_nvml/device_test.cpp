@@ -69,9 +69,12 @@ TEST_F(FakeNvmlDevices, DgxA100IdentityMatchesTheFleetFile) {
   EXPECT_EQ(value, 62001u);
   ASSERT_EQ(sym<nvmlDeviceGetTemperature_fn>("nvmlDeviceGetTemperature")(d3, NVML_TEMPERATURE_GPU, &value), NVML_SUCCESS);
   EXPECT_EQ(value, 32u);
+  // As the real NVML: no attributes for a whole GPU; its SM count comes from its cores (A100: 64 a SM).
   nvmlDeviceAttributes_t attrs{};
-  ASSERT_EQ(sym<nvmlDeviceGetAttributes_fn>("nvmlDeviceGetAttributes_v2")(d3, &attrs), NVML_SUCCESS);
-  EXPECT_EQ(attrs.multiprocessorCount, 108u);
+  EXPECT_EQ(sym<nvmlDeviceGetAttributes_fn>("nvmlDeviceGetAttributes_v2")(d3, &attrs), NVML_ERROR_NOT_SUPPORTED);
+  unsigned cores = 0;
+  ASSERT_EQ(sym<nvmlDeviceGetNumGpuCores_fn>("nvmlDeviceGetNumGpuCores")(d3, &cores), NVML_SUCCESS);
+  EXPECT_EQ(cores, 108u * 64u);
 }
 
 TEST_F(FakeNvmlDevices, PciInfoInEveryVersionAndLookupByBusId) {

@@ -21,7 +21,7 @@ TEST(FakeNvmlLibrary, ExportsEveryEntryPointConsumersCall) {
         "nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetArchitecture", "nvmlDeviceGetBrand", "nvmlDeviceGetMigMode",
         "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlDeviceIsMigDeviceHandle",
         "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
-        "nvmlDeviceGetAttributes", "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetGpuInstanceProfileInfo",
+        "nvmlDeviceGetAttributes", "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetNumGpuCores", "nvmlDeviceGetGpuInstanceProfileInfo",
         "nvmlDeviceGetGpuInstanceById", "nvmlDeviceGetGpuInstances", "nvmlGpuInstanceGetInfo",
         "nvmlGpuInstanceGetComputeInstanceById", "nvmlGpuInstanceGetComputeInstanceProfileInfo",
         "nvmlComputeInstanceGetInfo", "nvmlComputeInstanceGetInfo_v2", "nvmlDeviceGetTopologyCommonAncestor",

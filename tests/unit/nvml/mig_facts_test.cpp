@@ -103,4 +103,19 @@ TEST(Backoff, DoublesUpToTheCapAndResets) {
 }
 
 }  // namespace
+// A whole GPU's SMs from its CUDA cores, as CUDA counts them: the H100 this was checked on answered
+// nvmlDeviceGetNumGpuCores 16896 and CUDA reported 132 SMs; an A100 has 6912 cores in 108 SMs.
+TEST(SmsFromCores, CoresPerSmFollowTheComputeCapability) {
+  EXPECT_EQ(sms_from_cores(16896, 9, 0), 132);
+  EXPECT_EQ(sms_from_cores(6912, 8, 0), 108);
+  EXPECT_EQ(sms_from_cores(7424, 8, 9), 58);   // L4: 128 a SM
+  EXPECT_EQ(sms_from_cores(2560, 7, 5), 40);   // T4: 64 a SM
+  EXPECT_EQ(sms_from_cores(3584, 6, 0), 56);   // P100: 64
+  EXPECT_EQ(sms_from_cores(3584, 6, 1), 28);   // GP102: 128
+  EXPECT_EQ(sms_from_cores(2880, 3, 5), 15);   // K40: 192
+  EXPECT_EQ(sms_from_cores(0, 9, 0), 0);
+  EXPECT_EQ(sms_from_cores(100, 9, 0), 0);     // not a whole number of SMs
+  EXPECT_EQ(sms_from_cores(256, 2, 0), 0);     // before CUDA's table
+}
+
 }  // namespace kgpu
