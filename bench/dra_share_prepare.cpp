@@ -158,24 +158,29 @@ void report(benchmark::State& state, std::vector<double>& ms, const ShareNode& n
   state.counters["sharing_p50_ms"] = median(node.sharing_ms);
 }
 
+// One timed prepare of a new share, then its untimed unprepare. False (the state skipped with the
+// reason) on a failure.
+bool prepare_once(benchmark::State& state, ShareNode& node, int n, std::vector<double>& ms) {
+  const auto ref = node.share(n);
+  const auto begun = Clock::now();
+  auto st = node.prepare(ref);
+  const double took = std::chrono::duration<double, std::milli>(Clock::now() - begun).count();
+  if (!st) return state.SkipWithError(st.error().message.c_str()), false;
+  state.SetIterationTime(took / 1000);
+  ms.push_back(took);
+  if (auto u = node.unprepare(ref); !u) return state.SkipWithError(u.error().message.c_str()), false;
+  return true;
+}
+
 void BM_SharePrepareDaemonRunning(benchmark::State& state) {
   ShareNode node;
-  const auto anchor = node.share(0);
-  if (auto st = node.prepare(anchor); !st) return state.SkipWithError(st.error().message.c_str());
-  node.store_ms.clear();  // the anchor started the daemon: not a sample
+  if (auto st = node.prepare(node.share(0)); !st) return state.SkipWithError(st.error().message.c_str());
+  node.store_ms.clear();  // that share started the daemon, which it keeps up: not a sample
   node.sharing_ms.clear();
   std::vector<double> ms;
   int n = 1;
-  for (auto _ : state) {
-    const auto ref = node.share(n++);
-    const auto begun = Clock::now();
-    auto st = node.prepare(ref);
-    const double took = std::chrono::duration<double, std::milli>(Clock::now() - begun).count();
-    if (!st) return state.SkipWithError(st.error().message.c_str());
-    state.SetIterationTime(took / 1000);
-    ms.push_back(took);
-    if (auto u = node.unprepare(ref); !u) return state.SkipWithError(u.error().message.c_str());
-  }
+  for (auto _ : state)
+    if (!prepare_once(state, node, n++, ms)) return;
   report(state, ms, node);
 }
 
@@ -184,14 +189,7 @@ void BM_SharePrepareDaemonStart(benchmark::State& state) {
   std::vector<double> ms;
   int n = 1;
   for (auto _ : state) {
-    const auto ref = node.share(n++);
-    const auto begun = Clock::now();
-    auto st = node.prepare(ref);
-    const double took = std::chrono::duration<double, std::milli>(Clock::now() - begun).count();
-    if (!st) return state.SkipWithError(st.error().message.c_str());
-    state.SetIterationTime(took / 1000);
-    ms.push_back(took);
-    if (auto u = node.unprepare(ref); !u) return state.SkipWithError(u.error().message.c_str());
+    if (!prepare_once(state, node, n++, ms)) return;
     // The supervisor quits the daemon and removes its folder: the next start is a real one.
     const auto deadline = Clock::now() + std::chrono::seconds(10);
     while (!node.daemon_gone() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -50,6 +50,13 @@ class DraMemorySharesE2E : public DraSimE2E {
     fs::permissions(path, fs::perms::owner_all);
     return path;
   }
+  // The real `kgpu mps-daemon` with the fake nvidia-cuda-mps-control, 16 MiB of shared memory a daemon.
+  static ProcessOptions mps_daemon(const std::string& mps_root) {
+    ProcessOptions options;
+    options.argv = {kgpu_binary(), "mps-daemon", "--mps-root", mps_root, "--mps-control-binary",
+                    std::string(KGPU_FIXTURES_DIR) + "/mps/nvidia-cuda-mps-control", "--claim-shm-size", "16Mi"};
+    return options;
+  }
   static size_t count(const std::string& text, const std::string& what) {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
@@ -66,10 +73,7 @@ TEST_F(DraMemorySharesE2E, ThreeSharesFillAGpuAndTheLastUnprepareRestoresIt) {
   fs::create_directories(cdi_dir);
   const std::string nvidia_smi = recording_nvidia_smi();
   const std::string mps_root = work.file("mps");
-  ProcessOptions supervisor_options;
-  supervisor_options.argv = {kgpu_binary(), "mps-daemon", "--mps-root", mps_root, "--mps-control-binary",
-                             std::string(KGPU_FIXTURES_DIR) + "/mps/nvidia-cuda-mps-control", "--claim-shm-size",
-                             "16Mi"};
+  const ProcessOptions supervisor_options = mps_daemon(mps_root);
   ChildProcess supervisor(supervisor_options, work.path(), "mps-daemon");
   FakeApiServer api("node-1", {});
   api.set_consumable_capacity(FakeApiServer::ConsumableCapacity::Served);
@@ -165,10 +169,7 @@ TEST_F(DraMemorySharesE2E, ADeadShareDaemonTaintsItsGpuUntilItIsBack) {
   if (!can_mount_tmpfs()) GTEST_SKIP() << kNoMountsReason;
   fs::create_directories(cdi_dir);
   const std::string mps_root = work.file("mps");
-  ProcessOptions supervisor_options;
-  supervisor_options.argv = {kgpu_binary(), "mps-daemon", "--mps-root", mps_root, "--mps-control-binary",
-                             std::string(KGPU_FIXTURES_DIR) + "/mps/nvidia-cuda-mps-control", "--claim-shm-size",
-                             "16Mi"};
+  const ProcessOptions supervisor_options = mps_daemon(mps_root);
   auto supervisor = std::make_unique<ChildProcess>(supervisor_options, work.path(), "mps-daemon");
   FakeApiServer api("node-1", {});
   api.set_consumable_capacity(FakeApiServer::ConsumableCapacity::Served);
