@@ -10,6 +10,7 @@
 #include "dra/claim_store.h"
 #include "dra/memory_shares.h"
 #include "dra/prepare.h"
+#include "dra/share_usage.h"
 #include "dra/slice_builder.h"
 #include "plan/mps_paths.h"
 #include "unit/dra/claim_test_support.h"
@@ -350,6 +351,48 @@ TEST(DraMemoryShares, AGpuPreparedWholeTakesNoShareAndAShareKeepsItFromBeingTake
   auto whole = store->prepare(f.serve(4, claim_json(uid(4), {{"gpu", f.node.device()}})));
   ASSERT_FALSE(whole.ok());
   EXPECT_NE(whole.error().message.find("holds a memory share of"), std::string::npos) << whole.error().message;
+}
+
+// What `kgpu devices --live` and /metrics show: each shared GPU, what its prepared shares hold and
+// what is left, from the same records the store keeps.
+TEST(DraMemoryShares, TheOperatorSeesEachSharedGpusSharesAndWhatIsLeft) {
+  StoreFixture f;
+  auto store = f.open();
+  const std::string dev = f.node.device();
+  ASSERT_TRUE(store->prepare(f.serve(1, share_claim(uid(1), dev, {10 * kGi}, 54))).ok());
+  ASSERT_TRUE(store->prepare(f.serve(2, share_claim(uid(2), dev, {20 * kGi}))).ok());
+  const std::set<std::string> shareable = {f.node.uuid(), f.node.inventory.gpus[3].uuid};
+  const auto use = shared_gpu_use(f.node.inventory, shareable, store->prepared());
+  ASSERT_EQ(use.size(), 2u);  // GPU 1 with its shares, GPU 3 shareable and unused, in inventory order
+  EXPECT_EQ(use[0].gpu_uuid, f.node.uuid());
+  EXPECT_EQ(use[0].device, dev);
+  EXPECT_EQ(use[0].memory_bytes, f.node.inventory.gpus[1].memory_bytes);
+  EXPECT_EQ(use[0].shared_bytes, 30 * kGi);
+  ASSERT_EQ(use[0].shares.size(), 2u);
+  EXPECT_EQ(use[0].shares[0].claim, "team-a/claim-" + uid(1) + " (" + uid(1) + ")");
+  EXPECT_EQ(use[0].shares[0].multiprocessors, 54u);
+  EXPECT_EQ(use[0].shares[0].active_thread_percentage, thread_percentage_for(54, kSms));
+  EXPECT_EQ(use[1].gpu_uuid, f.node.inventory.gpus[3].uuid);
+  EXPECT_TRUE(use[1].shares.empty());
+
+  std::string metrics;
+  append_share_metrics(use, metrics);
+  EXPECT_NE(metrics.find("kgpu_dra_gpu_memory_shared_bytes{gpu=\"" + f.node.uuid() + "\"} " +
+                         std::to_string(30 * kGi) + "\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("kgpu_dra_gpu_memory_shares{gpu=\"" + f.node.uuid() + "\"} 2\n"), std::string::npos);
+  EXPECT_NE(metrics.find("kgpu_dra_gpu_memory_shares{gpu=\"" + f.node.inventory.gpus[3].uuid + "\"} 0\n"),
+            std::string::npos);
+  const json j = share_use_json(use);
+  EXPECT_EQ(j[0]["freeBytes"], f.node.inventory.gpus[1].memory_bytes - 30 * kGi);
+  EXPECT_EQ(j[0]["shares"][1]["memoryBytes"], 20 * kGi);
+  const std::string text = share_use_text(use);
+  EXPECT_NE(text.find(dev + ": 2 shares hold 30Gi of 40Gi, 10Gi left"), std::string::npos) << text;
+  EXPECT_NE(text.find("memory 10Gi  multiprocessors 54  threads"), std::string::npos) << text;
+  std::string none;
+  append_share_metrics({}, none);
+  EXPECT_TRUE(none.empty());
 }
 
 }  // namespace
