@@ -53,6 +53,13 @@ TEST_P(GoldenSlices, MatchesGoldenFile) {
   options.node_name = "node-1";
   options.node_uid = "0f1e2d3c-0000-4000-8000-000000000001";
   options.pcie_roots = read_pcie_roots(discovery.sysfs_root, *inventory);
+  // hgx-h100's first GPU is published for memory shares (issue 31), so the consumable-capacity fields
+  // (and the SM count from the fake's nvmlDeviceGetNumGpuCores) reach kubernetes-models in deploy.slices.
+  if (name == "hgx-h100") {
+    options.memory_shared_gpus = {inventory->gpus.at(0).uuid};
+    options.memory_policy = {uint64_t{1} << 30, uint64_t{1} << 30, uint64_t{1} << 30};
+    options.multiprocessors_default = 4;
+  }
   fs::remove_all(tree);
   auto publication = build_publication(*inventory, options);
   ASSERT_TRUE(publication.ok()) << publication.error().message;
