@@ -1,6 +1,5 @@
 #include "cli/plugin_wiring.h"
 
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -178,16 +177,6 @@ bool HealthWiring::stop() {
 
 namespace {
 
-// Blocks until the stop eventfd fires (false) or `watch` has events that may matter (true).
-bool wait_for_change(DirWatch& watch, int stop_fd) {
-  while (true) {
-    pollfd fds[2] = {{watch.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return false;
-    if (fds[1].revents & POLLIN) return false;
-    if ((fds[0].revents & POLLIN) && watch.drain()) return true;
-  }
-}
-
 void signal_stop(int stop_fd) {
   uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(stop_fd, &one, sizeof(one));
@@ -247,7 +236,7 @@ void SysfsHealthWatcher::on_plan(const Config& config, const Inventory& inventor
 
 // The watch and stop fd are set up before the thread starts and reset only after it is joined.
 void SysfsHealthWatcher::run() {
-  while (wait_for_change(*watch_, stop_fd_.get())) {
+  while (watch_->wait_for_change(stop_fd_.get())) {
     Config config;
     {
       std::lock_guard lock(mu_);
@@ -353,7 +342,7 @@ void LabelsWriter::stop_watch() {
 }
 
 void LabelsWriter::run() {
-  while (wait_for_change(*watch_, stop_fd_.get())) {
+  while (watch_->wait_for_change(stop_fd_.get())) {
     std::lock_guard lock(mu_);
     write_locked(true);
   }

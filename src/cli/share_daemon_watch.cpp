@@ -1,11 +1,8 @@
 #include "cli/share_daemon_watch.h"
 
-#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <unistd.h>
-
-#include <cerrno>
 
 #include <spdlog/spdlog.h>
 
@@ -49,12 +46,7 @@ void ShareDaemonWatch::watch(std::vector<std::string> folders) {
 }
 
 void ShareDaemonWatch::run() {
-  while (true) {
-    pollfd fds[2] = {{watch_->fd(), POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
-    if (fds[1].revents & POLLIN) return;
-    if ((fds[0].revents & POLLIN) && watch_->drain()) on_change_();
-  }
+  while (watch_->wait_for_change(stop_fd_.get())) on_change_();
 }
 
 }  // namespace kgpu::cli

@@ -1,5 +1,6 @@
 #include "core/dir_watch.h"
 
+#include <poll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -64,6 +65,15 @@ Result<DirWatch> DirWatch::open(const std::vector<std::string>& dirs, uint32_t m
 
 DirWatch::DirWatch(UniqueFd fd, std::vector<Target> targets, uint32_t mask)
     : fd_(std::move(fd)), targets_(std::move(targets)), mask_(mask) {}
+
+bool DirWatch::wait_for_change(int stop_fd) {
+  while (true) {
+    pollfd fds[2] = {{fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return false;
+    if (fds[1].revents & POLLIN) return false;
+    if ((fds[0].revents & POLLIN) && drain()) return true;
+  }
+}
 
 size_t DirWatch::watched_directly() const {
   size_t n = 0;

@@ -34,6 +34,10 @@ class DirWatch {
   // Events in an ancestor that do not concern the path to a folder are ignored (false).
   bool drain();
 
+  // Blocks until `stop_fd` (an eventfd) is readable (false) or the folders may have changed (true,
+  // as drain() says). For a watcher thread's loop: `while (watch.wait_for_change(stop)) react();`.
+  bool wait_for_change(int stop_fd);
+
   // How many of the folders exist and are watched themselves (not through an ancestor).
   size_t watched_directly() const;
 
