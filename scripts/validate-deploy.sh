@@ -15,6 +15,10 @@
 #   validate-deploy.sh slices                      the ResourceSlices kgpu writes (tests/fixtures/golden/dra,
 #                                                  made by the production path) against the v1 schema; and a
 #                                                  slice with a bad taint effect must be refused
+#   validate-deploy.sh dra-allocator               the DRA allocation simulator's unit tests (tests/deploy/
+#                                                  dra-allocator: kube-scheduler 1.34's allocation rules)
+#   validate-deploy.sh dra-allocation              the simulator on kgpu's own data: every golden fleet, the
+#                                                  static DeviceClasses, deploy/examples and quickstart-shaped claims
 # Tools: node + tests/deploy/node_modules (scripts/install-deploy-deps.sh), python3, and the
 # helm-render binary built from tests/deploy/helm-render by CMake.
 set -euo pipefail
@@ -75,6 +79,14 @@ case "$mode" in
     sed 's/"effect":"NoSchedule"/"effect":"Evict"/' "$out/gh200-x4.yaml" > "$out/bad-effect.yaml.txt"
     expect_failure "a taint effect Kubernetes does not know" "/effect must be equal to one of the allowed values" -- \
       validate "$out/bad-effect.yaml.txt"
+    ;;
+  dra-allocator)
+    need_node_modules
+    node --test "$deploy_tests"/dra-allocator/*.test.js
+    ;;
+  dra-allocation)
+    need_node_modules
+    node --test "$deploy_tests/dra-allocator/check-repo-data.js"
     ;;
   static)
     need_node_modules
@@ -270,7 +282,7 @@ case "$mode" in
       python3 "$deploy_tests/lint_dockerfile.py" "$root" "$deploy_tests/bad/Dockerfile"
     ;;
   *)
-    sed -n '2,10p' "$0" >&2
+    sed -n '2,21p' "$0" >&2
     exit 2
     ;;
 esac
