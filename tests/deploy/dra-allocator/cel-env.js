@@ -65,7 +65,7 @@ function deviceVariable(driver, device) {
   for (const [name, cap] of Object.entries(device.capacity || {})) {
     const [domain, id] = parseQualifiedName(name, driver);
     if (!capacity.has(domain)) capacity.set(domain, new Map());
-    capacity.get(domain).set(id, Quantity.parse(String(cap.value)));
+    capacity.get(domain).set(id, cap.value instanceof Quantity ? cap.value : Quantity.parse(String(cap.value)));
   }
   return {
     driver,
