@@ -67,12 +67,16 @@ function deviceVariable(driver, device) {
     if (!capacity.has(domain)) capacity.set(domain, new Map());
     capacity.get(domain).set(id, cap.value instanceof Quantity ? cap.value : Quantity.parse(String(cap.value)));
   }
-  return {
-    driver,
-    allowMultipleAllocations: device.allowMultipleAllocations === true,
-    attributes: mapWithDefault(attributes),
-    capacity: mapWithDefault(capacity),
-  };
+  return new DRADevice(driver, device.allowMultipleAllocations === true, mapWithDefault(attributes), mapWithDefault(capacity));
+}
+
+class DRADevice {
+  constructor(driver, allowMultipleAllocations, attributes, capacity) {
+    this.driver = driver;
+    this.allowMultipleAllocations = allowMultipleAllocations;
+    this.attributes = attributes;
+    this.capacity = capacity;
+  }
 }
 
 function register(env) {
@@ -111,7 +115,18 @@ function register(env) {
   fn('Semver.isGreaterThan(Semver): bool', (a, b) => a.compare(b) === 1);
   fn('Semver.isLessThan(Semver): bool', (a, b) => a.compare(b) === -1);
   env.registerOperator('Semver == Semver', (a, b) => a.compare(b) === 0);
-  env.registerVariable('device', 'map');
+  // kubernetes.DRADevice of compile.go: unknown fields and ill-typed uses of driver or
+  // allowMultipleAllocations fail at compile time, as they do in cel-go.
+  env.registerType('DRADevice', {
+    ctor: DRADevice,
+    fields: {
+      driver: 'string',
+      allowMultipleAllocations: 'bool',
+      attributes: 'map<string, map<string, dyn>>',
+      capacity: 'map<string, map<string, Quantity>>',
+    },
+  });
+  env.registerVariable('device', 'DRADevice');
   return env;
 }
 

@@ -75,6 +75,10 @@ test('compile errors: syntax, and a result that is not bool', async () => {
   assert.ok((await evalOn("device.attributes['gpu.nvidia.com'].index + 1 == 'x' + 1")).compileError);
   assert.ok((await evalOn('1 + 1')).compileError);
   assert.ok((await evalOn('unknownFunction(1)')).compileError);
+  // The device variable is typed (kubernetes.DRADevice), so these fail to compile, as in cel-go.
+  for (const e of ['device.foo == 1', 'device.driver == 1', "device.allowMultipleAllocations == 'x'", "device.capacity['gpu.nvidia.com'].memory > quantity('1')"]) {
+    assert.ok((await evalOn(e)).compileError, e);
+  }
 });
 
 test('quantity library: quantity, isQuantity and the Quantity methods', async () => {
