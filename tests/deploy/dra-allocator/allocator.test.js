@@ -219,6 +219,8 @@ test('pools: only the newest generation counts; an incomplete pool is still used
   const neu = slice([device('gpu-new')], { name: 's-new', generation: 2 });
   assert.deepEqual(devicesOf((await run([old, neu], [claim('c', [request('gpu')])]))[0]), ['gpu-new']);
   assert.deepEqual(devicesOf((await run([neu, old], [claim('c', [request('gpu')])]))[0]), ['gpu-new']);
+  const old2 = slice([device('gpu-old-a'), device('gpu-old-b')], { name: 's-old', generation: 1 });
+  assert.match((await run([neu, old2], [claim('c', [request('gpus', { count: 2 })])]))[0].error, /cannot allocate all claims: request gpus wants 2, 1 selected/);
   // Two slices of one pool: devices of the first slice first.
   const a = slice([device('gpu-a')], { name: 's-a', count: 2 });
   const b = slice([device('gpu-b')], { name: 's-b', count: 2 });
