@@ -343,3 +343,30 @@ test('issue 37 finding 4: the mig-1g10gb example selects the 1g.10gb profile, no
   assert.deepEqual(devicesOf(out[0]), ['gpu-0-mig-1g10gb']);
   assert.ok(out[1].error, 'the 3g.40gb device is not a 1g.10gb');
 });
+
+test('capacity.requests on an exclusive device: a minimum; the device is taken whole, without a share', async () => {
+  const s = slice([device('gpu-0', { memory: '40Gi' }), device('gpu-1', { memory: '16Gi' })]);
+  const ask = (name, memory) => claim(name, [request('gpu', { capacity: { requests: { memory } } })]);
+  const out = await run([s], [ask('a', '20Gi'), ask('b', '10Gi'), ask('c', '10Gi')]);
+  const [a, b] = out.map((e) => e.allocation && e.allocation.devices.results[0]);
+  assert.equal(a.device, 'gpu-0');
+  assert.equal(b.device, 'gpu-1');
+  assert.ok(a.shareID === undefined && a.consumedCapacity === undefined);
+  assert.ok(out[2].error, 'both GPUs are taken whole');
+  // A capacity the device does not publish excludes it.
+  const other = await run([s], [claim('x', [request('gpu', { capacity: { requests: { 'kgpu.io/multiprocessors': '4' } } })])]);
+  assert.match(other[0].error, /2 without the capacity/);
+});
+
+// allocateDevice (v0.34.x) re-checks capacity on slice.devices[r.deviceIndex], the index of the
+// device within its request, not on the device chosen (v0.35 passes the device). So the first
+// device of a request is re-checked against the slice's first device.
+test('1.34: the capacity re-check looks at slice.devices[index within the request]', async () => {
+  const ask = (name, memory) => claim(name, [request('gpu', { capacity: { requests: { memory } } })]);
+  const small = slice([device('gpu-0', { memory: '16Gi' }), device('gpu-1', { memory: '40Gi' })]);
+  assert.match((await run([small], [ask('a', '20Gi')]))[0].error, /cannot allocate all claims/, 'gpu-1 fits, but gpu-0 is checked');
+  // Every GPU shareable: once GPU 0 is full, no share goes to GPU 1 either.
+  const shares = slice([shareable('gpu-0', '40Gi'), shareable('gpu-1', '40Gi')]);
+  const out = await run([shares], ['a', 'b', 'c'].map((n) => share(n, '16Gi')));
+  assert.deepEqual(out.map((e) => (e.allocation ? e.allocation.devices.results[0].device : 'none')), ['gpu-0', 'gpu-0', 'none']);
+});
