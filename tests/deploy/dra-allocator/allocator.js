@@ -583,6 +583,9 @@ class Run {
         device: d.device.name,
       };
       if (d.adminAccess !== undefined) out.adminAccess = d.adminAccess;
+      // DRADeviceBindingConditions on: the device's conditions travel with the result.
+      if (d.device.bindingConditions && d.device.bindingConditions.length) out.bindingConditions = d.device.bindingConditions;
+      if (d.device.bindingFailureConditions && d.device.bindingFailureConditions.length) out.bindingFailureConditions = d.device.bindingFailureConditions;
       if (d.shareID) out.shareID = d.shareID;
       if (d.consumedCapacity) {
         out.consumedCapacity = Object.fromEntries(Object.entries(d.consumedCapacity).map(([k, q]) => [k, q.toString()]));
