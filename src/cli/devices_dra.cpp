@@ -56,6 +56,7 @@ int print_dra_slices(const Config& config, const Inventory& inventory) {
     for (auto& slice : dra::resource_slices(pool, options, 1, dra::SliceApi::V1)) list["items"].push_back(slice);
   std::cout << list.dump(2) << "\n";
   for (const auto& note : publication->notes) std::cerr << "note: " << note << "\n";
+  for (const auto& warning : publication->warnings) std::cerr << "warning: " << warning << "\n";
   return 0;
 }
 

@@ -84,6 +84,7 @@ struct DraWiring::Impl {
   std::vector<std::string> hidden;           // under mu: devices left out of the slices (held hardware)
   std::vector<bool> last_owned;              // under mu
   std::vector<std::string> last_share_notes;  // loop thread only: kgpu.dra.sharing.memory notes logged
+  std::vector<std::string> last_publication_warnings;  // loop thread only: Publication::warnings logged
   std::set<std::string> shared_gpus;                 // under mu: published for memory shares now
   std::unique_ptr<ShareDaemonWatch> share_watch;     // the daemons of GPUs with shares (start(): replans)
   std::string mps_root;
@@ -119,12 +120,16 @@ struct DraWiring::Impl {
   }
 
   // Notes on kgpu.dra.sharing.memory (entries matching nothing, GPUs in MIG mode), logged when they change.
-  void note_share_problems(const std::vector<std::string>& notes) {
-    if (notes == last_share_notes) return;
-    for (const auto& n : notes)
-      if (std::find(last_share_notes.begin(), last_share_notes.end(), n) == last_share_notes.end())
-        spdlog::warn("DRA memory shares: {}", n);
-    last_share_notes = notes;
+  void note_share_problems(const std::vector<std::string>& notes) { log_new(notes, last_share_notes, "DRA memory shares"); }
+  // The publication's warnings (API limits kept by leaving attributes or devices out), logged when new.
+  void note_publication_warnings(const std::vector<std::string>& warnings) {
+    log_new(warnings, last_publication_warnings, "DRA slices");
+  }
+  static void log_new(const std::vector<std::string>& lines, std::vector<std::string>& last, const char* what) {
+    if (lines == last) return;
+    for (const auto& n : lines)
+      if (std::find(last.begin(), last.end(), n) == last.end()) spdlog::warn("{}: {}", what, n);
+    last = lines;
   }
 
   bool serves(const std::string& driver) const {
@@ -388,6 +393,7 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
     spdlog::error("DRA: cannot build the ResourceSlices: {}", publication.error().message);
     return;
   }
+  s.note_publication_warnings(publication->warnings);
   auto pools = dra::served_pools(std::move(publication->pools), inventory, s.args, owned);
   std::vector<dra::PreparedClaim> prepared;
   for (const auto& driver : s.drivers)

@@ -1,6 +1,9 @@
 #include "dra/resource_api.h"
 
 #include <algorithm>
+#include <charconv>
+
+#include <nlohmann/json.hpp>
 
 #include "kube/resource_slice_list.h"
 
@@ -38,6 +41,40 @@ bool path_safe(const std::string& text) {
 }
 
 }  // namespace
+
+Result<KubernetesVersion> parse_kubernetes_version(const std::string& body) {
+  auto json = nlohmann::json::parse(body, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) return Error::invalid("GET /version: the answer is not a JSON object");
+  // The leading decimal digits of `text` ("34+" -> 34); nullopt when there are none.
+  auto number = [](std::string_view text) -> std::optional<int> {
+    int value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end == text.data()) return std::nullopt;
+    return value;
+  };
+  auto field = [&](const char* name) { return json.contains(name) && json[name].is_string() ? json[name].get<std::string>() : ""; };
+  auto major = number(field("major"));
+  auto minor = number(field("minor"));
+  if (major && minor) return KubernetesVersion{*major, *minor};
+  std::string git = field("gitVersion");  // "v1.35.0"
+  if (!git.empty() && git[0] == 'v') git.erase(0, 1);
+  const size_t dot = git.find('.');
+  if (dot != std::string::npos) {
+    auto git_major = number(std::string_view(git).substr(0, dot));
+    auto git_minor = number(std::string_view(git).substr(dot + 1));
+    if (git_major && git_minor) return KubernetesVersion{*git_major, *git_minor};
+  }
+  return Error::invalid("GET /version: no major/minor or gitVersion in \"" + printable(body) + "\"");
+}
+
+Result<KubernetesVersion> read_kubernetes_version(const kube::ApiClient& client, std::chrono::milliseconds deadline) {
+  auto answer = client.get("/version", deadline, kMaxDiscoveryBytes);
+  if (!answer) return answer.error();
+  if (answer->status != 200)
+    return Error::unavailable("GET /version: HTTP " + std::to_string(answer->status) + hint(answer->status) +
+                              excerpt(answer->body));
+  return parse_kubernetes_version(answer->body);
+}
 
 Result<std::string> choose_claim_version(const std::vector<std::string>& served) {
   for (const char* version : {"v1", "v1beta2", "v1beta1"})

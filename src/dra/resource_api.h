@@ -21,6 +21,20 @@ namespace kgpu::dra {
 // served otherwise. Pure.
 Result<std::string> choose_claim_version(const std::vector<std::string>& served_versions);
 
+// The API server's Kubernetes release (GET /version: {"major": "1", "minor": "34+", ...}).
+struct KubernetesVersion {
+  int major = 0;
+  int minor = 0;
+  bool at_least(int want_major, int want_minor) const {
+    return major > want_major || (major == want_major && minor >= want_minor);
+  }
+};
+// Parses a /version answer: "major" and "minor" (a trailing "+", as managed clusters add, is
+// ignored), else "gitVersion" ("v1.35.0-gke.1"). An error names what is missing. Pure.
+Result<KubernetesVersion> parse_kubernetes_version(const std::string& body);
+// GET /version, bounded by `deadline`; errors name the request and the HTTP status.
+Result<KubernetesVersion> read_kubernetes_version(const kube::ApiClient& client, std::chrono::milliseconds deadline);
+
 // The served versions of resource.k8s.io, read once and kept; thread-safe. A failed read is not
 // kept: the next caller reads again. A cluster upgraded under a running kgpu is seen at its next
 // start (as the Kubernetes clients do with their cached discovery).

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "dra/device_names.h"
+#include "dra/slice_limits.h"
 
 namespace kgpu::dra {
 
@@ -25,6 +26,11 @@ bool is_valid_utf8(const std::string& s) {
   return true;
 }
 
+void set_type(DraDevice& d, std::string_view type) {
+  for (auto& a : d.attributes)
+    if (a.name == "type") a.value = std::string(type);
+}
+
 void sort_by_name(Attributes& a) {
   std::sort(a.begin(), a.end(), [](const Attribute& x, const Attribute& y) { return x.name < y.name; });
 }
@@ -43,6 +49,7 @@ class Builder {
       if (g.vendor == Vendor::Generic)
         notes_.push_back(g.uuid + ": generic devices have no DRA driver; not published");
     out.notes = std::move(notes_);
+    out.warnings = std::move(warnings_);
     return out;
   }
 
@@ -67,7 +74,7 @@ class Builder {
       }
       DraDevice d{gpu_device_name(g), std::move(shared), {}, {{"memory", g.memory_bytes}}};
       d.attributes = {{"index", int64_t{g.index}},
-                      {"type", std::string(vendor == Vendor::Amd ? "amdgpu" : "gpu")},
+                      {"type", std::string(vendor == Vendor::Amd ? "amdgpu" : kWholeGpuType)},
                       {"uuid", g.uuid}};
       if (g.minor >= 0) d.attributes.push_back({"minor", int64_t{g.minor}});
       d.taints = taints(g.health, driver, g.uuid);
@@ -131,6 +138,7 @@ class Builder {
       return;
     }
     d.allow_multiple_allocations = true;
+    set_type(d, kShareableGpuType);
     for (auto& c : d.capacity)
       if (c.name == "memory") c.request_policy = policy;
     const uint64_t sms = static_cast<uint64_t>(std::max(g.multiprocessors, 0));
@@ -159,9 +167,17 @@ class Builder {
   }
 
   void add_device(DraDevice d, const std::string& id, DriverPool& pool) {
-    ids_.push_back(&id);
     drop_unpublishable_values(d.attributes, id);
     sort_by_name(d.attributes);
+    for (auto& note : fit_device_to_api_limits(d)) warnings_.push_back(id + ": " + std::move(note));
+    if (attribute_and_capacity_count(d) > kMaxAttributesAndCapacitiesPerDevice) {
+      // The API server refuses a slice for one device over the limit: every device of the node would go.
+      warnings_.push_back(id + ": device " + d.name + " has " + std::to_string(attribute_and_capacity_count(d)) +
+                       " attributes and capacities with kgpu's extras left out, over the API's " +
+                       std::to_string(kMaxAttributesAndCapacitiesPerDevice) + "; not published");
+      return;
+    }
+    ids_.push_back(&id);
     pool.devices.push_back(std::move(d));
   }
 
@@ -243,6 +259,7 @@ class Builder {
   const std::vector<std::string> islands_;
   std::vector<const std::string*> ids_;  // the inventory ID of each device of the pool being built
   std::vector<std::string> notes_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace
@@ -283,6 +300,7 @@ DriverPool with_share_support(DriverPool pool, bool served) {
   for (auto& d : pool.devices) {
     if (!d.allow_multiple_allocations) continue;
     d.allow_multiple_allocations = false;
+    set_type(d, kWholeGpuType);
     std::erase_if(d.capacity, [](const Capacity& c) { return c.name == "multiprocessors" && c.request_policy; });
     for (auto& c : d.capacity) c.request_policy.reset();
   }

@@ -36,6 +36,16 @@ struct DriverNames {
   bool operator==(const DriverNames&) const = default;
 };
 
+// The `type` of a full GPU published for memory shares. Not "gpu": the scheduler gives a request
+// that names no capacity each policy's default of a device with allowMultipleAllocations (KEP-5075),
+// so a shareable GPU that NVIDIA's class gpu.nvidia.com (type == 'gpu') selects would hand a claim for
+// a whole GPU a 1Gi share, and a two-GPU claim the same GPU twice. Shareable GPUs are selected by
+// kgpu's own DeviceClass gpu-share.kgpu.io (type == 'gpu-share') only, as NVIDIA keeps MIG and VFIO
+// devices apart by type. Where the API server does not keep consumable capacity they go out whole,
+// as type "gpu" again (with_share_support).
+inline constexpr std::string_view kShareableGpuType = "gpu-share";
+inline constexpr std::string_view kWholeGpuType = "gpu";
+
 struct SliceOptions {
   std::string node_name;  // the pool name and spec.nodeName
   std::string node_uid;   // the Node's metadata.uid for the owner reference; empty leaves it out
@@ -70,6 +80,9 @@ struct Publication {
   std::vector<DriverPool> pools;
   // What was left out and why (unhealthy devices, generic devices, unparsable versions...).
   std::vector<std::string> notes;
+  // What the operator must hear of (the daemon logs each once as a warning): attributes left out,
+  // or devices not published, to keep the API server's validation limits.
+  std::vector<std::string> warnings;
   bool operator==(const Publication&) const = default;
 };
 

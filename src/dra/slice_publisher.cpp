@@ -461,6 +461,14 @@ Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::Ap
 }
 
 Result<SliceApi> SlicePublisher::api(const kube::ApiClient& client, const Deadline& deadline) {
+  bool check_version = false;
+  {
+    std::lock_guard lock(mu_);
+    check_version = !version_checked_;
+    version_checked_ = true;
+    if (api_ && !check_version) return *api_;
+  }
+  if (check_version) check_none_taints(client, deadline);
   {
     std::lock_guard lock(mu_);
     if (api_) return *api_;
@@ -638,6 +646,22 @@ bool SlicePublisher::lower_share_support(const std::string& why) {
                why);
   if (listener) listener();
   return true;
+}
+
+void SlicePublisher::check_none_taints(const kube::ApiClient& client, const Deadline& deadline) {
+  auto version = read_kubernetes_version(client, deadline.next());
+  if (version && version->at_least(1, 35)) return;
+  {
+    std::lock_guard lock(mu_);
+    if (taint_support_ != TaintSupport::Full) return;
+    taint_support_ = TaintSupport::NoInformational;
+    state_.taints = taint_support_;
+  }
+  const std::string server = version ? fmt::format("is Kubernetes {}.{}", version->major, version->minor)
+                                     : "did not say its Kubernetes version (" + version.error().message + ")";
+  spdlog::info("DRA slices: the API server {}; before 1.35 the scheduler keeps pods off a device with an untolerated "
+               "taint of any effect, None included, so XIDs the health policy ignores are not published as taints",
+               server);
 }
 
 TaintSupport SlicePublisher::taint_support() const {

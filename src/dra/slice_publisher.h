@@ -28,7 +28,9 @@
 // it does not keep them: a write answered without the taints it carried (the field stripped:
 // DRADeviceTaints off, or a version without it) or refused (400/422) for them. Then kgpu writes at
 // once without what it cannot hold (TaintSupport: effect None, or every taint, the tainted devices
-// left out as before taints) for the rest of the run, and says so once.
+// left out as before taints) for the rest of the run, and says so once. Taints of effect None
+// (informational) go out only where the API server is Kubernetes 1.35 or later: before, the
+// scheduler keeps pods off a device with any untolerated taint, None included (check_none_taints).
 //
 // Memory shares (consumable capacity: allowMultipleAllocations, requestPolicy) likewise: a write
 // answered without allowMultipleAllocations, or refused (400/422) naming it or requestPolicy, makes
@@ -173,6 +175,10 @@ class SlicePublisher {
   // from now on (never back up). True when that lowered it.
   bool lower_taint_support(TaintSupport support, const std::string& why);
   TaintSupport taint_support() const;
+  // Kubernetes 1.34's allocator treats an untolerated taint of effect None like NoSchedule (1.35 ignores
+  // None): informational taints go out only where the API server is 1.35 or later (GET /version once,
+  // with the API version; an unknown version counts as older).
+  void check_none_taints(const kube::ApiClient& client, const Deadline& deadline);
   bool lower_share_support(const std::string& why);  // true when shares were served until now
   Result<std::vector<kube::ListedSlice>> list(const std::string& driver, const kube::ApiClient& client,
                                               const Deadline& deadline) const;
@@ -220,6 +226,7 @@ class SlicePublisher {
   std::map<std::string, int64_t> last_generation_;  // the highest generation written per driver
   TaintSupport taint_support_ = TaintSupport::Full;  // in state_.taints too
   bool shares_served_ = true;                         // in state_.shares too
+  bool version_checked_ = false;  // check_none_taints() ran (once per publisher)
   std::function<void()> on_shares_refused_;
   mutable std::atomic<bool> trim_after_pass_{false};  // a large answer was read: give memory back
   std::thread thread_;  // the worker (on demand)

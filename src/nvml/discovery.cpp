@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "core/safe_file.h"
 #include "nvml/device_checks.h"
 #include "nvml/mig_facts.h"
+#include "nvml/procfs_gpus.h"
 
 namespace kgpu {
 
@@ -75,6 +77,7 @@ class Discoverer {
     if (usable.problem) warn("NVML", *usable.problem);
     for (unsigned i = 0; i < usable.usable; ++i)
       if (!discover_gpu(i) && usable.problem) break;  // past the real devices of an absurd count
+    add_lost_from_procfs();
     drop_repeated_uuids();
     read_topology();
     for (auto& f : found_) inventory_.gpus.push_back(std::move(f.gpu));
@@ -110,11 +113,13 @@ class Discoverer {
   bool discover_gpu(unsigned index) {
     auto handle = nvml_.device_by_index(index);
     if (!handle) {
+      if (handle.nvml_code() == NVML_ERROR_GPU_IS_LOST) return note_unidentified(index, handle.error().message);
       warn(fmt::format("GPU {}", index), handle.error().message + "; left out");
       return handle.nvml_code() != NVML_ERROR_INVALID_ARGUMENT;
     }
     auto id = nvml_.uuid(*handle);
     if (!id) {
+      if (id.nvml_code() == NVML_ERROR_GPU_IS_LOST) return note_unidentified(index, id.error().message);
       warn(fmt::format("GPU {}", index), id.error().message + "; left out (no UUID to advertise it by)");
       return true;
     }
@@ -126,6 +131,50 @@ class Discoverer {
     fill_gpu(f);
     found_.push_back(std::move(f));
     return true;
+  }
+
+  // NVML counts this GPU but cannot open or name it: lost before kgpu started (XID 79, fallen off
+  // the bus). add_lost_from_procfs() finds who it is.
+  bool note_unidentified(unsigned index, const std::string& why) {
+    unidentified_.push_back({index, why});
+    return true;
+  }
+
+  // The GPUs NVML could not identify, named from the driver's procfs entries (written when it probed
+  // them) and kept as lost: the scheduler sees them unhealthy (DRA: a gpu-lost taint) instead of a
+  // node that silently has a GPU less. Entries NVML already named, or that the driver excluded, are
+  // not these; NVML numbers GPUs in PCI bus order, as the entries are sorted.
+  void add_lost_from_procfs() {
+    if (unidentified_.empty()) return;
+    std::vector<std::string> problems;
+    auto entries = read_procfs_gpus(options_.proc_root, problems);
+    for (const auto& p : problems) warn("procfs", p);
+    std::set<std::string> named;
+    for (const auto& f : found_) named.insert(f.gpu.uuid);
+    size_t next = 0;
+    for (const auto& e : entries) {
+      if (next == unidentified_.size()) break;
+      if (e.excluded || named.contains(e.uuid)) continue;
+      const auto& [index, why] = unidentified_[next++];
+      FoundGpu f;
+      f.lost = true;
+      Gpu& g = f.gpu;
+      g.vendor = Vendor::Nvidia;
+      g.index = static_cast<int>(index);
+      g.uuid = e.uuid;
+      g.product = e.model;
+      g.pci_bus_id = e.bus_location;
+      g.numa_node = read_numa_node(options_.sysfs_root, g.pci_bus_id);
+      g.minor = e.minor;
+      g.device_nodes.push_back({fmt::format("/dev/nvidia{}", g.minor)});
+      g.health = {false, "GPU is lost (" + why + "; named by the driver's /proc/driver/nvidia/gpus entry)"};
+      warn(label(g), why + "; known from the driver's procfs entry, marked unhealthy");
+      found_.push_back(std::move(f));
+    }
+    for (; next < unidentified_.size(); ++next)
+      warn(fmt::format("GPU {}", unidentified_[next].first),
+           unidentified_[next].second + "; left out (no UUID from NVML, no procfs entry left to name it)");
+    std::stable_sort(found_.begin(), found_.end(), [](const FoundGpu& a, const FoundGpu& b) { return a.gpu.index < b.gpu.index; });
   }
 
   // A UUID NVML reports twice (GPU or MIG device) is served once, for the first device that has
@@ -397,6 +446,7 @@ class Discoverer {
   const NvidiaDiscoveryOptions& options_;
   Inventory inventory_;
   std::vector<FoundGpu> found_;
+  std::vector<std::pair<unsigned, std::string>> unidentified_;  // NVML index, why (GPU_IS_LOST)
   std::optional<Result<MigMinors>> minors_;
 };
 

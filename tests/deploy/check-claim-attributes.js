@@ -12,7 +12,7 @@ const fs = require('fs');
 const path = require('path');
 const YAML = require('yaml');
 
-const DEVICE_CLASSES = new Set(['gpu.nvidia.com', 'mig.nvidia.com']);
+const DEVICE_CLASSES = new Set(['gpu.nvidia.com', 'mig.nvidia.com', 'gpu-share.kgpu.io']);
 
 // Qualified names ("domain/name") of every attribute and capacity in the golden slices; an
 // unqualified name belongs to the slice's driver domain.

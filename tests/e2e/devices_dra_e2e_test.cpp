@@ -4,7 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <iterator>
+
 #include "dra/device_names.h"
+#include "dra/slice_limits.h"
 #include "e2e/harness.h"
 
 namespace kgpu::test {
@@ -53,6 +57,58 @@ TEST(DevicesDraE2E, PrintsTheSlicesOfTheNodesPool) {
     mig += d["attributes"]["type"]["string"] == "mig";
   }
   EXPECT_EQ(mig, 14u);
+}
+
+// Issue 37, item 2: a 7g MIG device under a PCIe root had 33 attributes and capacities, one over the
+// API's limit, and the API server refused the node's whole slice. Every slice kgpu prints keeps the
+// limits, and the 7g device keeps NVIDIA's attributes (pcieRoot, memorySlice0..7).
+TEST(DevicesDraE2E, TheLargestMigDeviceKeepsTheApiLimits) {
+  const CliRun r = devices_dra("h100-mig-7g.yaml", "worker-7");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto list = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(list.is_discarded()) << r.out;
+  bool seven = false;
+  for (const auto& slice : list["items"]) {
+    EXPECT_EQ(dra::slice_limit_violations(slice), std::vector<std::string>{});
+    for (const auto& d : slice["spec"]["devices"]) {
+      if (d["attributes"].value("profile", nlohmann::json::object()).value("string", "") != "7g.80gb") continue;
+      seven = true;
+      EXPECT_LE(d["attributes"].size() + d["capacity"].size(), 32u) << d.dump();
+      EXPECT_TRUE(d["attributes"].contains("resource.kubernetes.io/pcieRoot")) << d.dump();
+      EXPECT_TRUE(d["capacity"].contains("memorySlice7")) << d.dump();
+    }
+  }
+  EXPECT_TRUE(seven) << r.out;
+  EXPECT_NE(r.err.find("over the API's 32 per device; left out kgpu's"), std::string::npos) << r.err;
+}
+
+// Issue 37, item 4: a GPU lost before kgpu started is published with its gpu-lost taint (named from
+// the driver's procfs entry), as the docs promise, not left out without a word.
+TEST(DevicesDraE2E, AGpuLostAtStartIsPublishedWithItsGpuLostTaint) {
+  TempDir dir("kgpu-lost-fleet");
+  {
+    std::ifstream in(fleet_path("dgx-a100.yaml"));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // GPU 3 lost: every NVML call about it answers GPU_IS_LOST, its UUID too.
+    const size_t at = text.find("{index: 3, ");
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at + 1, "lost: true, ");
+    dir.write("fleet.yaml", text);
+  }
+  const CliRun r = devices_dra(dir.file("fleet.yaml"), "worker-7");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto list = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(list.is_discarded()) << r.out;
+  size_t devices = 0;
+  std::string lost_taints;
+  for (const auto& slice : list["items"])
+    for (const auto& d : slice["spec"]["devices"]) {
+      ++devices;
+      if (d["name"] == "gpu-3") lost_taints = d.value("taints", nlohmann::json::array()).dump();
+    }
+  EXPECT_EQ(devices, 8u) << r.out;
+  EXPECT_NE(lost_taints.find("\"key\":\"gpu.nvidia.com/gpu-lost\""), std::string::npos) << lost_taints;
+  EXPECT_NE(lost_taints.find("NoSchedule"), std::string::npos) << lost_taints;
 }
 
 TEST(DevicesDraE2E, InvalidNodeNameIsAClearError) {

@@ -1,10 +1,13 @@
 #include "fixture_writer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kgpu::fake_nvml {
 namespace {
@@ -53,8 +56,17 @@ Status write_fixture(const Fleet& fleet, const std::string& out_dir) {
 
   unsigned max_minor = 0;
   std::set<unsigned> cap_minors = {1, 2};
+  std::vector<std::pair<fs::path, fs::path>> links;  // (link, target relative to the link's folder)
   for (const Gpu& gpu : fleet.gpus) {
-    const fs::path dev = fs::path("sys/bus/pci/devices") / lower(legacy_bus_id_string(gpu.pci));
+    // As on a real host, bus/pci/devices/<bdf> links to the device under its PCIe root complex
+    // (devices/pci<domain>:<bus>/...), from which the DRA driver reads resource.kubernetes.io/pcieRoot:
+    // one root complex per NUMA node (a socket's), as on two-socket servers.
+    const std::string bdf = lower(legacy_bus_id_string(gpu.pci));
+    char root_complex[32];
+    std::snprintf(root_complex, sizeof root_complex, "pci%s:%02x", bdf.substr(0, 4).c_str(),
+                  static_cast<unsigned>(std::max(gpu.numa_node, 0))  * 0x40u % 0x100u);
+    const fs::path dev = fs::path("sys/devices") / root_complex / bdf;
+    links.emplace_back(fs::path("sys/bus/pci/devices") / bdf, fs::path("../../..") / "devices" / root_complex / bdf);
     add(dev / "numa_node", std::to_string(gpu.numa_node) + "\n");
     add(dev / "class", hex(gpu.pci_class, 6) + "\n");
     add(dev / "vendor", hex(kPciVendorNvidia, 4) + "\n");
@@ -62,6 +74,12 @@ Status write_fixture(const Fleet& fleet, const std::string& out_dir) {
     add(dev / "subsystem_vendor", hex(gpu.pci_subsystem_id & 0xFFFFu, 4) + "\n");
     add(dev / "subsystem_device", hex(gpu.pci_subsystem_id >> 16, 4) + "\n");
     add(fs::path("dev") / ("nvidia" + std::to_string(gpu.minor)), "");
+    // The driver's own record of the GPU, as it writes it when it binds the device: it stays
+    // readable for a GPU NVML can no longer open.
+    add(fs::path("proc/driver/nvidia/gpus") / bdf / "information",
+        "Model: \t\t " + gpu.name + "\nIRQ:   \t\t 0\nGPU UUID: \t " + gpu.uuid +
+            "\nVideo BIOS: \t ??.??.??.??.??\nBus Type: \t PCIe\nDMA Size: \t 47 bits\nDMA Mask: \t 0x7fffffffffff\n"
+            "Bus Location: \t " + bdf + "\nDevice Minor: \t " + std::to_string(gpu.minor) + "\nGPU Excluded:\t No\n");
     max_minor = std::max(max_minor, gpu.minor);
     const fs::path caps = fs::path("proc/driver/nvidia/capabilities") / ("gpu" + std::to_string(gpu.minor)) / "mig";
     for (const GpuInstance& gi : gpu.mig.instances) {
@@ -94,6 +112,13 @@ Status write_fixture(const Fleet& fleet, const std::string& out_dir) {
 
   for (const auto& [path, content] : files)
     if (auto st = write_file(path, content); !st) return st;
+  for (const auto& [link, target] : links) {
+    std::error_code ec;
+    fs::create_directories((root / link).parent_path(), ec);
+    fs::remove_all(root / link, ec);
+    fs::create_directory_symlink(target, root / link, ec);
+    if (ec) return Error::unavailable("cannot link " + (root / link).string() + ": " + ec.message());
+  }
   return ok_status();
 }
 

@@ -154,6 +154,16 @@ class FakeApiServer {
       res.set_content(node_json().dump(), "application/json");
     });
     add_resource_slice_routes();
+    // The release the DRA driver reads to decide whether the scheduler ignores effect None taints.
+    server_.Get("/version", [this](const httplib::Request&, httplib::Response& res) {
+      std::unique_lock lock(mu_);
+      if (kubernetes_minor_ < 0) return status(res, 404, "NotFound");
+      res.set_content(nlohmann::json{{"major", "1"},
+                                     {"minor", std::to_string(kubernetes_minor_) + "+"},
+                                     {"gitVersion", "v1." + std::to_string(kubernetes_minor_) + ".0"}}
+                          .dump(),
+                      "application/json");
+    });
     server_.Get(R"(/apis/resource\.k8s\.io/([^/]+)/namespaces/([^/]+)/resourceclaims/([^/]+))",
                 [this](const httplib::Request& req, httplib::Response& res) {
                   std::unique_lock lock(mu_);
@@ -225,6 +235,11 @@ class FakeApiServer {
 
   // Every later request misbehaves as `fault` says; Fault::None restores normal answers (and
   // releases stalled requests, which then answer 503).
+  // The Kubernetes 1.<minor> that GET /version reports (default 1.35); a negative minor answers 404.
+  void set_kubernetes_minor(int minor) {
+    std::lock_guard lock(mu_);
+    kubernetes_minor_ = minor;
+  }
   void set_device_taints(DeviceTaints mode) {
     std::lock_guard lock(mu_);
     device_taints_ = mode;
@@ -1129,6 +1144,7 @@ class FakeApiServer {
   size_t page_size_ = 0;
   bool stall_slice_writes_ = false;
   DeviceTaints device_taints_ = DeviceTaints::Refused;
+  int kubernetes_minor_ = 35;
   ConsumableCapacity consumable_capacity_ = ConsumableCapacity::Refused;
   std::string touch_after_list_;
   SliceCounts slice_counts_;

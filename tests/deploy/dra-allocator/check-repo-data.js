@@ -6,9 +6,8 @@
 // fleet's own devices, never device names copied from output.
 //
 // Memory shares follow issue 37's design: a GPU published for shares is a `type: gpu-share`
-// device (class gpu-share.kgpu.io), never `type: gpu`. A fleet still published the old way (a
-// multi-allocatable `type: gpu` device) skips the share expectations, with the reason printed;
-// its whole-GPU expectations still run, and fail, which is issue 37's finding 1.
+// device (class gpu-share.kgpu.io), never `type: gpu`; a multi-allocatable `type: gpu` device fails
+// the check (NVIDIA's class would give whole-GPU claims shares of it: issue 37's finding 1).
 // Run: node --test tests/deploy/dra-allocator/check-repo-data.js   (scripts/validate-deploy.sh dra-allocation)
 'use strict';
 
@@ -147,10 +146,8 @@ const EXPECT = {
     assert.ok(cfg.some((c) => c.source === 'FromClaim' && c.requests.includes('gpu') && c.opaque.driver === 'gpu.nvidia.com'), JSON.stringify(cfg));
   },
   // A 10Gi share of a shareable GPU, with a shareID; two such claims share it; never a whole GPU.
-  'gpu-memory-10gi': async (fleet, t) => {
-    if (oldShareShape(fleet.devices)) {
-      return t.skip(`${fleet.name} still publishes its shareable GPU as type gpu (before issue 37's gpu-share design): share expectations skipped`);
-    }
+  'gpu-memory-10gi': async (fleet) => {
+    assert.ok(!oldShareShape(fleet.devices), `${fleet.name} publishes a shareable GPU as type gpu: NVIDIA's class would hand whole-GPU claims shares of it`);
     const shareable = fleet.devices.filter(isShareable);
     const claim = ex.get('gpu-memory-10gi');
     const out = await allocateRepeatedly(fleet, claim, 2);

@@ -155,6 +155,11 @@ TEST(DraMemoryShares, SharedGpusArePublishedWithConsumableCapacityInEveryRenderi
   EXPECT_EQ(sms->value, kSms);
   EXPECT_EQ(sms->request_policy, (CapacityRequestPolicy{4, 1, 1}));
   EXPECT_FALSE(device_named(n.pool, gpu_name(n.inventory, 2)).allow_multiple_allocations);
+  // Its own type, so NVIDIA's class gpu.nvidia.com (type == 'gpu') never hands a claim for a whole GPU
+  // a share of it (issue 37); the other GPUs stay "gpu".
+  ASSERT_NE(shared.attribute("type"), nullptr);
+  EXPECT_EQ(std::get<std::string>(*shared.attribute("type")), "gpu-share");
+  EXPECT_EQ(std::get<std::string>(*device_named(n.pool, gpu_name(n.inventory, 2)).attribute("type")), "gpu");
 
   const json slice = resource_slices(n.pool, n.options, 1, SliceApi::V1).at(0);
   for (const auto& d : slice["spec"]["devices"]) {
@@ -163,6 +168,7 @@ TEST(DraMemoryShares, SharedGpusArePublishedWithConsumableCapacityInEveryRenderi
       continue;
     }
     EXPECT_EQ(d["allowMultipleAllocations"], true);
+    EXPECT_EQ(d["attributes"]["type"], (json{{"string", "gpu-share"}}));
     EXPECT_EQ(d["capacity"]["memory"]["requestPolicy"],
               (json{{"default", binary_si_quantity(kGi)},
                     {"validRange", {{"min", binary_si_quantity(kGi)}, {"step", binary_si_quantity(kGi)}}}}));
@@ -180,6 +186,7 @@ TEST(DraMemoryShares, SharedGpusArePublishedWithConsumableCapacityInEveryRenderi
   EXPECT_EQ(with_share_support(n.pool, true), n.pool);
   EXPECT_TRUE(has_shared_devices(n.pool));
   EXPECT_FALSE(has_shared_devices(with_share_support(n.pool, false)));
+  EXPECT_EQ(std::get<std::string>(*device_named(with_share_support(n.pool, false), n.device()).attribute("type")), "gpu");
 }
 
 TEST(DraMemoryShares, ConsumedCapacityIsReadAsWholeNumbersAndBadAmountsAreNamed) {

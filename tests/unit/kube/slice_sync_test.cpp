@@ -179,6 +179,60 @@ TEST(SliceSync, AServerThatDropsOrRefusesTaintsGetsTheSlicesWithoutWhatItCannotH
   }
 }
 
+// Issue 37, item 3: Kubernetes 1.34's allocator keeps pods off a device with an untolerated taint of
+// any effect, None included; 1.35 ignores None. So the informational taint goes out only where the
+// API server says it is 1.35 or later; 1.34, or a server that does not say, gets the XID taints only.
+TEST(SliceSync, NoneTaintsGoOutOnlyWhereTheSchedulerIgnoresThem) {
+  auto inv = testing::a100_node(4, 0);
+  inv.gpus[1].health = {false, "XID 79 (GPU has fallen off the bus)", 79};
+  inv.gpus[3].health.informational_xid = 13;
+  const auto pools = pools_of(inv);
+  struct Case {
+    int minor;  // GET /version's minor; negative: 404
+    TaintSupport found;
+  };
+  for (const auto& c : {Case{35, TaintSupport::Full}, Case{36, TaintSupport::Full}, Case{34, TaintSupport::NoInformational},
+                        Case{-1, TaintSupport::NoInformational}}) {
+    test::FakeApiServer api("node-1", {});
+    api.set_device_taints(test::FakeApiServer::DeviceTaints::Served);
+    api.set_kubernetes_minor(c.minor);
+    SlicePublisher publisher(server_of(api), options());
+    publisher.set_timing(fast_timing());
+    publisher.start();
+    publisher.publish(pools);
+    ASSERT_TRUE(publisher.wait_synced(10s)) << publisher.state().problem;
+    EXPECT_EQ(publisher.state().taints, c.found) << "1." << c.minor;
+    const json devices = written(api, kSlice0)["spec"]["devices"];
+    ASSERT_EQ(devices.size(), 4u) << devices.dump();
+    for (const auto& d : devices) {
+      const std::string effects = d.contains("taints") ? d["taints"].dump() : "";
+      if (d["name"] == "gpu-1") {
+        EXPECT_NE(effects.find("NoSchedule"), std::string::npos) << d.dump();
+      }
+      if (d["name"] == "gpu-3") {
+        EXPECT_EQ(effects.find("None") != std::string::npos, c.found == TaintSupport::Full) << d.dump();
+      }
+    }
+  }
+}
+
+TEST(KubernetesVersion, MajorMinorOrGitVersionAndManagedSuffixes) {
+  auto v = parse_kubernetes_version(R"({"major":"1","minor":"34+","gitVersion":"v1.34.2-eks-1"})");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->major, 1);
+  EXPECT_EQ(v->minor, 34);
+  EXPECT_FALSE(v->at_least(1, 35));
+  v = parse_kubernetes_version(R"({"major":"","minor":"","gitVersion":"v1.35.0"})");
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->at_least(1, 35));
+  EXPECT_TRUE((KubernetesVersion{2, 0}).at_least(1, 35));
+  for (const char* bad : {"[]", "not json", R"({"gitVersion":"main"})", R"({"major":"x","minor":"y"})"}) {
+    auto r = parse_kubernetes_version(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("GET /version"), std::string::npos) << r.error().message;
+  }
+}
+
 // Issue 31: shared GPUs go out with consumable capacity where the API server keeps it; one that
 // drops the fields (DRAConsumableCapacity off) or refuses them (before 1.34) gets them whole, at once
 // and for good, and the owner hears of it once.

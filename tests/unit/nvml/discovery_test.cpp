@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "nvml/procfs_gpus.h"
 #include "unit/nvml/fake_fleet.h"
 
 namespace kgpu {
@@ -291,6 +292,61 @@ TEST(DiscoverNvidia, OneFailingGpuNeverFailsTheOthers) {
   EXPECT_THAT(inv.warnings[1], HasSubstr("GPU-22222222-2222-4222-8222-222222222222"));
   ASSERT_EQ(inv.topology.links.size(), 2u);
   EXPECT_EQ(inv.topology.link(0, 1).pcie, PcieLevel::Unknown);  // not asked of a lost GPU
+}
+
+// Issue 37, item 4: a GPU lost before kgpu started (NVML counts it but answers GPU_IS_LOST for its
+// UUID) is named from the driver's procfs entry and kept unhealthy, so the DRA slice shows it with a
+// gpu-lost taint and the device plugin as unhealthy, instead of a node with one GPU less.
+TEST(DiscoverNvidia, AGpuLostAtStartIsNamedFromTheDriversProcfsEntry) {
+  testing::TempDir dir;
+  testing::write_file(dir.path() + "/fleet.yaml", R"(node: {driver_version: "550.54.15", cuda_driver_version: 12040}
+defaults: {name: Tesla T4, architecture: turing, compute_capability: "7.5", memory: {total_mib: 15360}, pci: {device_id: 0x1EB8}}
+gpus:
+  - {index: 0, uuid: GPU-00000000-0000-4000-8000-000000000000, minor: 0, pci: {bus_id: "0000:3B:00.0"}}
+  - {index: 1, uuid: GPU-11111111-1111-4111-8111-111111111111, minor: 1, numa_node: 0, pci: {bus_id: "0000:5E:00.0"}, lost: true}
+)");
+  FakeNode node(dir.path() + "/fleet.yaml");
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 2u);
+  const Gpu& lost = inv.gpus[1];
+  EXPECT_EQ(lost.index, 1);
+  EXPECT_EQ(lost.uuid, "GPU-11111111-1111-4111-8111-111111111111");
+  EXPECT_EQ(lost.minor, 1);
+  EXPECT_EQ(lost.product, "Tesla T4");
+  EXPECT_EQ(sysfs_pci_address(lost.pci_bus_id), "0000:5e:00.0");
+  EXPECT_FALSE(lost.health.healthy);
+  EXPECT_THAT(lost.health.reason, HasSubstr("GPU is lost"));
+  EXPECT_TRUE(inv.gpus[0].health.healthy);
+  ASSERT_FALSE(inv.warnings.empty());
+  EXPECT_THAT(inv.warnings.back(), HasSubstr("procfs entry, marked unhealthy"));
+}
+
+TEST(ProcfsGpus, ParsesTheDriversInformationFileAndNamesWhatIsWrong) {
+  const std::string good =
+      "Model: \t\t NVIDIA A100-SXM4-40GB\nIRQ:   \t\t 148\nGPU UUID: \t GPU-d688af4e-11a5-499c-a8b7-d9bbf9837120\n"
+      "Bus Location: \t 0000:07:00.0\nDevice Minor: \t 3\nGPU Excluded:\t No\n";
+  auto gpu = parse_procfs_gpu_information(good);
+  ASSERT_TRUE(gpu.ok()) << gpu.error().message;
+  EXPECT_EQ(gpu->model, "NVIDIA A100-SXM4-40GB");
+  EXPECT_EQ(gpu->uuid, "GPU-d688af4e-11a5-499c-a8b7-d9bbf9837120");
+  EXPECT_EQ(gpu->bus_location, "0000:07:00.0");
+  EXPECT_EQ(gpu->minor, 3);
+  EXPECT_FALSE(gpu->excluded);
+  EXPECT_TRUE(parse_procfs_gpu_information(good + "GPU Excluded: Yes\n")->excluded);
+  struct Bad {
+    std::string text;
+    const char* says;
+  };
+  for (const auto& [text, says] : {Bad{"Bus Location: 0000:07:00.0\nDevice Minor: 3\n", "GPU UUID"},
+                                   Bad{"GPU UUID: GPU-\?\?\?\?\?\?\?\?-\?\?\?\?\nBus Location: x\nDevice Minor: 1\n", "GPU UUID"},
+                                   Bad{"GPU UUID: GPU-1\nDevice Minor: 1\n", "Bus Location"},
+                                   Bad{"GPU UUID: GPU-1\nBus Location: x\n", "Device Minor"},
+                                   Bad{"GPU UUID: GPU-1\nBus Location: x\nDevice Minor: 3a\n", "not a number"},
+                                   Bad{"GPU UUID: GPU-1\x01\nBus Location: x\nDevice Minor: 3\n", "not printable"}}) {
+    auto r = parse_procfs_gpu_information(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_THAT(r.error().message, HasSubstr(says)) << text;
+  }
 }
 
 // NVIDIA's DRA attribute addressingMode (issue 29, item 2): as NVML 12.9+ reports it on
