@@ -87,7 +87,9 @@ Result<UniqueFd> listen_on(const ListenAddress& a, int* bound_port) {
 
 // One client connection: reading its request head, then writing the response, then (having
 // shut down our side) reading until the client closes, so that unread bytes of its request do
-// not turn our close into a reset that loses the response. All within one deadline.
+// not turn our close into a reset that loses the response. All within one deadline, and at most
+// kMaxDiscarded bytes read past the answer: a client streaming an endless body is closed then,
+// not read for the rest of the deadline at a core's worth of CPU (issue 39).
 struct Connection {
   UniqueFd fd;
   Clock::time_point deadline;
@@ -96,7 +98,10 @@ struct Connection {
   size_t sent = 0;
   bool answered = false;  // `out` holds the whole response
   bool draining = false;  // response sent, our side shut down
+  size_t discarded = 0;   // bytes read after the answer was ready (a body nobody needs)
 };
+
+constexpr size_t kMaxDiscarded = 64 * 1024;
 
 }  // namespace
 
@@ -152,7 +157,7 @@ struct MetricsServer::Impl {
         return;  // EAGAIN: none left
       }
       if (connections.size() >= kMaxConnections) drop_oldest();
-      connections.push_back(Connection{UniqueFd(fd), Clock::now() + kRequestDeadline, {}, {}, 0, false, false});
+      connections.push_back(Connection{UniqueFd(fd), Clock::now() + kRequestDeadline, {}, {}, 0, false, false, 0});
     }
   }
 
@@ -168,7 +173,11 @@ struct MetricsServer::Impl {
           if (errno == EINTR) continue;
           return false;
         }
-        if (c.answered) continue;  // the rest of a request (a body): ignored
+        if (c.answered) {  // the rest of a request (a body): not needed
+          c.discarded += static_cast<size_t>(n);
+          if (c.discarded > kMaxDiscarded) return false;
+          continue;
+        }
         c.in.append(buf, static_cast<size_t>(n));
         auto len = http::head_length(c.in);
         if (len && *len <= kMaxRequestHead) {

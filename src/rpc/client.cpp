@@ -130,10 +130,12 @@ CallResult finish(const Exchange& ex, std::string_view path) {
 }  // namespace
 
 CallResult call_unary(const std::string& socket_path, std::string_view path, std::string_view request,
-                      std::chrono::milliseconds timeout, size_t max_response) {
+                      std::chrono::milliseconds timeout, size_t max_response,
+                      const std::function<void(const Peer&)>& on_connected) {
   auto deadline = Clock::now() + timeout;
   auto fd = connect_unix(socket_path, deadline);
   if (!fd) return {{Code::Unavailable, fd.error().message}, {}};
+  if (on_connected) on_connected(peer_of(fd->get()));
 
   Exchange ex(max_response);
   ex.body = frame(request);

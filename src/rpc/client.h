@@ -4,12 +4,14 @@
 // daemon calls the kubelet rarely (Register after a restart, PodResources at a config switch),
 // and after a kubelet restart the socket is a new inode anyway.
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "core/result.h"
 #include "rpc/framing.h"
 #include "rpc/status.h"
+#include "rpc/transport_log.h"
 
 namespace kgpu::rpc {
 
@@ -19,8 +21,10 @@ struct CallResult {
 };
 
 // `path`: "/v1beta1.Registration/Register". Never throws; a connection failure is Unavailable,
-// the deadline DeadlineExceeded, a malformed answer Internal.
+// the deadline DeadlineExceeded, a malformed answer Internal. `on_connected` (optional) hears who
+// owns the socket (SO_PEERCRED) as soon as the connection is made, before the request is sent.
 CallResult call_unary(const std::string& socket_path, std::string_view path, std::string_view request,
-                      std::chrono::milliseconds timeout, size_t max_response = kMaxMessageBytes);
+                      std::chrono::milliseconds timeout, size_t max_response = kMaxMessageBytes,
+                      const std::function<void(const Peer&)>& on_connected = {});
 
 }  // namespace kgpu::rpc

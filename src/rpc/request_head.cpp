@@ -19,6 +19,40 @@ bool connection_specific(std::string_view name) {
   return false;
 }
 
+std::string hex_byte(unsigned char b) {
+  static const char* hex = "0123456789abcdef";
+  return std::string("0x") + hex[b >> 4] + hex[b & 0xf];
+}
+
+// What is wrong with a value nghttp2 refused, by the first byte it refuses (every control but HTAB).
+std::string bad_value_byte(std::string_view value) {
+  for (char c : value) {
+    auto b = static_cast<unsigned char>(c);
+    if (b == '\t' || (b >= 0x20 && b != 0x7f)) continue;
+    if (b == 0) return "a NUL byte (0x00)";
+    if (b == '\r') return "a CR (0x0d)";
+    if (b == '\n') return "an LF (0x0a)";
+    if (b == 0x7f) return "a DEL (0x7f)";
+    return "a control byte " + hex_byte(b);
+  }
+  return "a byte HTTP/2 does not allow in a value";
+}
+
+// The same for a name that is not a lowercase token.
+std::string bad_name_byte(std::string_view name) {
+  if (name.empty()) return "nothing (an empty name)";
+  for (size_t i = 0; i < name.size(); ++i) {
+    auto b = static_cast<unsigned char>(name[i]);
+    if (b == ':' && i == 0) continue;
+    if (b >= 'A' && b <= 'Z') return std::string("an uppercase letter '") + name[i] + "'";
+    if (b < 0x20 || b == 0x7f) return "a control byte " + hex_byte(b);
+    if (b >= 0x80) return "a non-ASCII byte " + hex_byte(b);
+    if (b == ' ' || std::string_view("\"(),/:;<=>?@[\\]{}").find(name[i]) != std::string_view::npos)
+      return std::string("a separator '") + name[i] + "'";
+  }
+  return "a byte a token does not allow";
+}
+
 }  // namespace
 
 bool RequestHeadReader::fail(std::string kind, std::string detail) {
@@ -35,9 +69,10 @@ bool RequestHeadReader::add(std::string_view name, std::string_view value) {
                                              " bytes (SETTINGS_MAX_HEADER_LIST_SIZE)");
   }
   if (name.empty() || nghttp2_check_header_name(bytes(name), name.size()) == 0)
-    return fail("invalid header name", "header name \"" + printable(name) + "\" is not a lowercase token");
+    return fail("invalid header name",
+                "header name \"" + printable(name, 64) + "\" holds " + bad_name_byte(name) + ", not a lowercase token");
   if (nghttp2_check_header_value(bytes(value), value.size()) == 0)
-    return fail("invalid header value", "the value of " + printable(name) + " holds NUL, CR or LF");
+    return fail("invalid header value", printable(name, 64) + " holds " + bad_value_byte(value));
   return name[0] == ':' ? add_pseudo(name, value) : add_regular(name, value);
 }
 

@@ -6,7 +6,7 @@
 // target in `:authority` unless WithAuthority is given; Kubernetes PR 112597 added "localhost" in
 // 1.26). `:authority` is only a label for a unix socket, so any value, or none, is served. The
 // rules of RFC 9113 §8 that do matter are kept here instead: lowercase field names without
-// controls, values without NUL/CR/LF, the four request pseudo-headers only, each at most once and
+// controls, values without control bytes (HTAB aside), the four request pseudo-headers only, each at most once and
 // before every regular field, `:method`, `:scheme` and a non-empty `:path` present, no
 // connection-specific fields, `te` only as "trailers", and the decoded size bounded. A block that
 // breaks one is malformed: its stream is reset with PROTOCOL_ERROR (RFC 9113 §8.1.1).

@@ -37,6 +37,7 @@ struct Server::Impl {
   std::shared_ptr<Mailbox> mailbox;
   TransportLog log;  // written on the serving thread; counts read from any thread
   InputBudget budget;
+  PeerLedger ledger;
   std::thread thread;
   bool stopping = false;
   std::atomic<bool> dead{false};  // the loop ended without stop(): nothing is served any more
@@ -48,7 +49,7 @@ struct Server::Impl {
     UniqueFd fd;
     std::shared_ptr<const Service> service;
     std::set<uint64_t> connections;
-    bool warned_full = false;
+    std::optional<Clock::time_point> warned_full_at;  // displacing is logged at most once a minute
     // Out of file descriptors (EMFILE...): accepting pauses until then, so a listening socket
     // that stays readable does not spin the loop.
     std::optional<Clock::time_point> paused_until;
@@ -75,7 +76,7 @@ struct Server::Impl {
   void arm_timer();
   void give_back_memory();
   void accept_on(uint64_t id);
-  bool make_room(Listener& l);
+  void make_room(Listener& l);
   void pause_accepting(uint64_t id, Listener& l, int error);
   void close_connection(uint64_t id);
   void close_listener(uint64_t id);
@@ -371,22 +372,27 @@ void Server::Impl::flush_dirty() {
   }
 }
 
-// At the per-socket cap a new connection takes the place of one that is not working: the oldest
-// that has not completed its HTTP/2 handshake, else the oldest with no call open. A connection
-// with a call open (the kubelet's, holding ListAndWatch) is never displaced. False: no room.
-bool Server::Impl::make_room(Listener& l) {
-  if (l.connections.size() < kMaxConnectionsPerSocket) return true;
-  ServerConnection* victim = nullptr;
-  uint64_t victim_id = 0;
-  auto older = [](ServerConnection* a, ServerConnection* b) { return !b || a->accepted_at() < b->accepted_at(); };
+// At the per-socket cap a new connection takes the place of the worst offender (choose_victim):
+// no set of open calls can lock a newcomer out, and the kubelet's connections go last. The
+// newcomer is never refused, so the kubelet always gets in (issue 39).
+void Server::Impl::make_room(Listener& l) {
+  if (l.connections.size() < kMaxConnectionsPerSocket) return;
+  std::vector<ConnectionView> open;
   for (uint64_t cid : l.connections)
-    if (auto* c = connection(cid); c && !c->handshaken() && older(c, victim)) victim = c, victim_id = cid;
-  if (!victim)
-    for (uint64_t cid : l.connections)
-      if (auto* c = connection(cid); c && c->open_calls() == 0 && older(c, victim)) victim = c, victim_id = cid;
-  if (!victim) return false;
-  close_connection(victim_id);
-  return true;
+    if (auto* c = connection(cid))
+      open.push_back({cid, c->peer(), c->kubelet(), c->handshaken(), c->open_calls(), c->stalled_since(),
+                      c->accepted_at()});
+  auto victim = choose_victim(open);
+  if (!victim) return;
+  auto now = Clock::now();
+  if (!l.warned_full_at || now - *l.warned_full_at >= std::chrono::minutes(1)) {
+    auto* c = connection(*victim);
+    spdlog::warn("gRPC server: {} connections on one socket; each new one displaces the worst offender (now a "
+                 "connection of peer pid {} uid {} with {} calls open); logged at most once a minute",
+                 kMaxConnectionsPerSocket, c->peer().pid, c->peer().uid, c->open_calls());
+    l.warned_full_at = now;
+  }
+  close_connection(*victim);
 }
 
 void Server::Impl::pause_accepting(uint64_t id, Listener& l, int error) {
@@ -413,15 +419,9 @@ void Server::Impl::accept_on(uint64_t id) {
     if (l.accept_failing) spdlog::info("gRPC server: accepting connections again");
     l.accept_failing = false;
     l.pause = std::chrono::milliseconds(100);
-    if (!make_room(l)) {
-      if (!l.warned_full)
-        spdlog::warn("gRPC server: refusing connections beyond {} on one socket (every one has a call open)",
-                     kMaxConnectionsPerSocket);
-      l.warned_full = true;
-      continue;  // closed at once
-    }
+    make_room(l);
     uint64_t cid = next_id++;
-    auto conn = std::make_unique<ServerConnection>(cid, std::move(fd), l.service, mailbox, log, budget);
+    auto conn = std::make_unique<ServerConnection>(cid, std::move(fd), l.service, mailbox, log, budget, ledger);
     if (!conn->valid()) continue;
     watch(conn->fd(), kConnectionKind | cid, EPOLLIN, EPOLL_CTL_ADD);
     connections[cid] = Open{id, std::move(conn), false};
@@ -485,6 +485,7 @@ Result<std::unique_ptr<Server>> Server::start(std::function<void(const std::stri
   impl->budget.process = limits.process_input;
   impl->budget.floor = limits.input_floor;
   impl->budget.pinned_limit = limits.stalled_output;
+  impl->budget.unfinished_request = limits.unfinished_request;
   impl->epoll = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
   impl->wake = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   impl->timer = UniqueFd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
@@ -556,6 +557,21 @@ size_t Server::connections(uint64_t listener) const {
   impl_->run_on_loop([&](Impl& self) {
     auto it = self.listeners.find(listener);
     n = it == self.listeners.end() ? 0 : it->second.connections.size();
+  });
+  return n;
+}
+
+void Server::set_kubelet(const Peer& peer, std::chrono::steady_clock::time_point since) {
+  impl_->mailbox->post([peer, since](Impl& self) { self.ledger.set_kubelet(peer, since); });
+}
+
+size_t Server::kubelet_streams(uint64_t listener) const {
+  size_t n = 0;
+  impl_->run_on_loop([&](Impl& self) {
+    auto it = self.listeners.find(listener);
+    if (it == self.listeners.end()) return;
+    for (uint64_t cid : it->second.connections)
+      if (auto* c = self.connection(cid); c && c->kubelet()) n += c->open_streams();
   });
   return n;
 }

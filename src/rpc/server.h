@@ -5,6 +5,7 @@
 // idle daemon costs nothing; handlers run on that thread, so they must be quick, or keep their
 // Responder and answer later from any thread.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -116,6 +117,9 @@ struct ServerLimits {
   size_t process_input = 64u << 20;     // request bytes every connection buffers together
   size_t input_floor = 256u << 10;      // a connection holding less is admitted past process_input
   size_t stalled_output = 64u << 20;    // superseded stream messages still being written, together
+  // A request (HEADERS without END_STREAM) not ended by then is reset, so that no call holds a
+  // connection by never finishing its request.
+  std::chrono::milliseconds unfinished_request{10000};
 };
 
 class Server {
@@ -137,12 +141,19 @@ class Server {
   size_t connections(uint64_t listener) const;
   // False once the serving thread has failed (see start()); any thread.
   bool serving() const;
+  // The peer that owns kubelet.sock, from SO_PEERCRED of kgpu's connection to it, learnt as a
+  // registration that began at `since` connects (see admission.h): its connections are never
+  // displaced and its calls are not bounded. Any thread; takes effect on the serving thread.
+  void set_kubelet(const Peer& peer, std::chrono::steady_clock::time_point since);
+  // ListAndWatch (server-streaming) calls the kubelet holds open on that socket now.
+  size_t kubelet_streams(uint64_t listener) const;
   // Streams reset and connections closed with an error, by HTTP/2 error code; any thread.
   std::vector<TransportLog::Count> error_counts() const;
   // Closes everything and ends the thread. Idempotent.
   void stop();
 
-  // At most this many connections per socket; a further one is closed at once.
+  // At most this many connections per socket; a further one displaces the worst offender
+  // (choose_victim in admission.h), so a full socket never locks the kubelet out.
   static constexpr size_t kMaxConnectionsPerSocket = 64;
 
   struct Impl;

@@ -19,6 +19,7 @@ namespace kgpu::rpc {
 struct ServerConnection::Call {
   int32_t id = 0;
   uint64_t seq = 0;
+  Clock::time_point opened_at = Clock::now();
   RequestHeadReader head;
   const Service::Method* method = nullptr;  // known once the headers are complete and accepted
   std::optional<Clock::time_point> deadline;  // grpc-timeout
@@ -47,6 +48,8 @@ struct ServerConnection::Call {
     if (ended) ended->store(true, std::memory_order_release);
   }
 
+  // HEADERS in, END_STREAM not yet, and not answered: the request is still arriving.
+  bool arriving() const { return !dispatched && !refused && !responded; }
   bool has_output() const { return prefix_off < kPrefixBytes || (body && body_off < body->size()); }
   void load(std::shared_ptr<const std::string> message) {
     prefix = message_prefix(message->size());
@@ -83,9 +86,10 @@ std::string bounded_message(const std::string& message) {
 }  // namespace
 
 ServerConnection::ServerConnection(uint64_t id, UniqueFd fd, std::shared_ptr<const Service> service,
-                                   std::shared_ptr<Mailbox> mailbox, TransportLog& log, InputBudget& budget)
-    : id_(id), fd_(std::move(fd)), peer_(peer_of(fd_.get())), log_(log), budget_(budget), service_(std::move(service)),
-      mailbox_(std::move(mailbox)) {
+                                   std::shared_ptr<Mailbox> mailbox, TransportLog& log, InputBudget& budget,
+                                   PeerLedger& ledger)
+    : id_(id), fd_(std::move(fd)), peer_(peer_of(fd_.get())), log_(log), budget_(budget), ledger_(ledger),
+      service_(std::move(service)), mailbox_(std::move(mailbox)) {
   nghttp2_session_callbacks* cb = nullptr;
   if (nghttp2_session_callbacks_new(&cb) != 0) return;
   nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &ServerConnection::on_begin_headers);
@@ -118,6 +122,7 @@ ServerConnection::~ServerConnection() {
   // find no connection and are dropped.
   auto calls = std::move(calls_);
   for (auto& [id, call] : calls) {
+    ledger_.call_closed(peer_);
     release_input(*call);
     set_pinned(*call, false);
     call->end();
@@ -151,7 +156,7 @@ void ServerConnection::terminate(uint32_t code, std::string_view cause, std::str
                                  std::optional<int32_t> last_stream) {
   if (terminated_) return;
   terminated_ = true;
-  log_.record(peer_, {ErrorScope::Connection, code, cause, detail, {}, {}});
+  record({ErrorScope::Connection, code, cause, detail, {}, {}});
   if (last_stream) nghttp2_session_terminate_session2(session_, *last_stream, code);
   else nghttp2_session_terminate_session(session_, code);
 }
@@ -161,20 +166,45 @@ bool ServerConnection::flush() {
   return nghttp2_session_want_read(session_) || nghttp2_session_want_write(session_);
 }
 
+std::optional<Clock::time_point> ServerConnection::stalled_since() const {
+  std::optional<Clock::time_point> oldest;
+  for (const auto& [id, call] : calls_)
+    if (call->arriving() && (!oldest || call->opened_at < *oldest)) oldest = call->opened_at;
+  return oldest;
+}
+
+size_t ServerConnection::open_streams() const {
+  size_t n = 0;
+  for (const auto& [id, call] : calls_) n += call->stream && !call->trailers_submitted ? 1 : 0;
+  return n;
+}
+
 std::optional<Clock::time_point> ServerConnection::next_deadline() const {
   std::optional<Clock::time_point> next;
-  if (!handshaken_) next = accepted_at_ + kHandshakeDeadline;
-  for (const auto& [id, call] : calls_)
-    if (call->deadline && !call->trailers_submitted && (!next || *call->deadline < *next)) next = call->deadline;
+  auto consider = [&](Clock::time_point t) {
+    if (!next || t < *next) next = t;
+  };
+  if (!handshaken_) consider(accepted_at_ + kHandshakeDeadline);
+  for (const auto& [id, call] : calls_) {
+    if (call->deadline && !call->trailers_submitted) consider(*call->deadline);
+    if (call->arriving()) consider(call->opened_at + budget_.unfinished_request);
+  }
   return next;
 }
 
 bool ServerConnection::expire(Clock::time_point now) {
   if (!handshaken_ && now >= accepted_at_ + kHandshakeDeadline) {
-    log_.record(peer_, {ErrorScope::Connection, NGHTTP2_NO_ERROR, "no HTTP/2 handshake in time",
-                        "no client preface and SETTINGS within 5 s", {}, {}});
+    record({ErrorScope::Connection, NGHTTP2_NO_ERROR, "no HTTP/2 handshake in time",
+            "no client preface and SETTINGS within 5 s", {}, {}});
     return false;
   }
+  std::vector<Call*> unended;
+  for (auto& [id, call] : calls_)
+    if (call->arriving() && call->opened_at + budget_.unfinished_request <= now) unended.push_back(call.get());
+  for (Call* call : unended)
+    reset(*call, NGHTTP2_CANCEL,
+          {"unfinished request", "the request did not end within " +
+                                     std::to_string(budget_.unfinished_request.count()) + " ms of its HEADERS"});
   std::vector<Call*> due;
   for (auto& [id, call] : calls_)
     if (call->deadline && *call->deadline <= now && !call->trailers_submitted) due.push_back(call.get());
@@ -262,9 +292,16 @@ ssize_t ServerConnection::read_body(nghttp2_session*, int32_t stream, uint8_t* b
 // ---- the work ----
 
 int ServerConnection::begin_headers(const nghttp2_frame& frame) {
+  block_bytes_ = 0;  // every header block is measured, whatever becomes of its stream
   if (frame.hd.type != NGHTTP2_HEADERS || frame.headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   if (calls_.size() >= kMaxStreams) {
     last_library_error_ = "more than " + std::to_string(kMaxStreams) + " concurrent streams";
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, frame.hd.stream_id, NGHTTP2_REFUSED_STREAM);
+    return 0;
+  }
+  if (!ledger_.may_open_call(peer_, kubelet())) {
+    last_library_error_ = "peer uid " + std::to_string(peer_.uid) + " holds " +
+                          std::to_string(PeerLedger::kMaxCallsPerPeer) + " calls on every socket together";
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, frame.hd.stream_id, NGHTTP2_REFUSED_STREAM);
     return 0;
   }
@@ -272,25 +309,30 @@ int ServerConnection::begin_headers(const nghttp2_frame& frame) {
   call->id = frame.hd.stream_id;
   call->seq = next_call_seq_++;
   calls_[call->id] = std::move(call);
+  ledger_.call_opened(peer_);
   return 0;
 }
 
 int ServerConnection::header_field(const nghttp2_frame& frame, std::string_view name, std::string_view value) {
+  // An HPACK bomb: a small block that decodes to megabytes. Decoding the rest would cost the one
+  // serving thread what every other client waits for, so the connection ends here. Counted before
+  // anything else: trailers, a refused or reset stream's block and the rest of a malformed block
+  // cost the same to decode (issue 39).
+  block_bytes_ += name.size() + value.size() + 32;
+  if (block_bytes_ > kMaxHeaderListBytes) {
+    // The GOAWAY names the stream before this one as the last processed: the client may retry it.
+    terminate(NGHTTP2_ENHANCE_YOUR_CALM, "header list too large",
+              "a header block decodes to more than " + std::to_string(kMaxHeaderListBytes) +
+                  " bytes (SETTINGS_MAX_HEADER_LIST_SIZE)",
+              std::max(0, frame.hd.stream_id - 2));
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
   Call* call = find(frame.hd.stream_id);
   // Trailers a client sends are not read: gRPC requests carry nothing there.
   if (!call || call->refused || frame.hd.type != NGHTTP2_HEADERS || frame.headers.cat != NGHTTP2_HCAT_REQUEST)
     return 0;
-  if (call->head.add(name, value)) return 0;
-  if (!call->head.too_large()) {
-    reset(*call, NGHTTP2_PROTOCOL_ERROR, *call->head.problem());
-    return 0;
-  }
-  // An HPACK bomb: a small block that decodes to megabytes. Decoding the rest would cost the one
-  // serving thread what every other client waits for, so the connection ends here.
-  // The GOAWAY names the stream before this one as the last processed: the client may retry it.
-  terminate(NGHTTP2_ENHANCE_YOUR_CALM, call->head.problem()->kind, call->head.problem()->detail,
-            std::max(0, frame.hd.stream_id - 2));
-  return NGHTTP2_ERR_CALLBACK_FAILURE;
+  if (!call->head.add(name, value)) reset(*call, NGHTTP2_PROTOCOL_ERROR, *call->head.problem());
+  return 0;
 }
 
 void ServerConnection::data_chunk(int32_t stream, std::string_view data) {
@@ -326,6 +368,7 @@ void ServerConnection::stream_closed(int32_t stream) {
   if (it == calls_.end()) return;
   auto call = std::move(it->second);
   calls_.erase(it);
+  ledger_.call_closed(peer_);
   release_input(*call);
   set_pinned(*call, false);
   call->end();
@@ -346,14 +389,14 @@ void ServerConnection::frame_sent(const nghttp2_frame& frame) {
   if (code == NGHTTP2_NO_ERROR) return;
   std::string library_error = std::exchange(last_library_error_, {});
   if (frame.hd.type == NGHTTP2_GOAWAY) {
-    if (!terminated_) log_.record(peer_, {ErrorScope::Connection, code, "connection error", library_error, {}, {}});
+    if (!terminated_) record({ErrorScope::Connection, code, "connection error", library_error, {}, {}});
     return;
   }
   Call* call = find(frame.hd.stream_id);
   HeadProblem cause = call && call->reset_cause ? *call->reset_cause : HeadProblem{"stream error", library_error};
   std::string_view method = call ? std::string_view(call->head.head().path) : std::string_view();
   std::string_view authority = call ? std::string_view(call->head.head().authority) : std::string_view();
-  log_.record(peer_, {ErrorScope::Stream, code, cause.kind, cause.detail, method, authority});
+  record({ErrorScope::Stream, code, cause.kind, cause.detail, method, authority});
 }
 
 void ServerConnection::end_of_headers(Call& call) {

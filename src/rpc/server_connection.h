@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "core/unique_fd.h"
+#include "rpc/admission.h"
 #include "rpc/framing.h"
 #include "rpc/h2_io.h"
 #include "rpc/request_head.h"
@@ -25,8 +26,6 @@
 #include "rpc/transport_log.h"
 
 namespace kgpu::rpc {
-
-using Clock = std::chrono::steady_clock;
 
 // What every connection of one server may hold at once (ServerLimits), and holds now; shared on
 // the server's thread.
@@ -40,6 +39,10 @@ struct InputBudget {
   size_t used = 0;
   size_t pinned = 0;
   size_t peak = 0;  // the most `used` reached since memory was last handed back (Server trims)
+  // A request whose HEADERS arrived but whose END_STREAM did not within this is reset (CANCEL),
+  // grpc-timeout or not: the kubelet sends a request at once, and a half-open one must not hold
+  // its slot (issue 39).
+  std::chrono::milliseconds unfinished_request = ServerLimits{}.unfinished_request;
 };
 
 class ServerConnection {
@@ -47,9 +50,9 @@ class ServerConnection {
   static constexpr size_t kMaxStreams = 128;  // concurrent streams; more are refused (REFUSED_STREAM)
   static constexpr size_t kMaxStatusMessage = 1024;  // bytes of a grpc-message before it is cut
 
-  // `log` and `budget` outlive the connection (the server owns them).
+  // `log`, `budget` and `ledger` outlive the connection (the server owns them).
   ServerConnection(uint64_t id, UniqueFd fd, std::shared_ptr<const Service> service, std::shared_ptr<Mailbox> mailbox,
-                   TransportLog& log, InputBudget& budget);
+                   TransportLog& log, InputBudget& budget, PeerLedger& ledger);
   ~ServerConnection();  // ends every open stream
   ServerConnection(const ServerConnection&) = delete;
   ServerConnection& operator=(const ServerConnection&) = delete;
@@ -68,9 +71,18 @@ class ServerConnection {
   // Calls open (a ListAndWatch stream among them, for the kubelet's own connection).
   size_t open_calls() const { return calls_.size(); }
   Clock::time_point accepted_at() const { return accepted_at_; }
-  // The earliest moment expire() has something to do: the handshake deadline, a call's grpc-timeout.
+  const Peer& peer() const { return peer_; }
+  // The peer owns kubelet.sock (as far as the server knows now: it learns that at registration).
+  bool kubelet() const { return ledger_.is_kubelet(peer_, accepted_at_); }
+  // When its oldest request still arriving (HEADERS in, END_STREAM not) began; none: no such call.
+  std::optional<Clock::time_point> stalled_since() const;
+  // Server-streaming calls open (ListAndWatch).
+  size_t open_streams() const;
+  // The earliest moment expire() has something to do: the handshake deadline, a call's
+  // grpc-timeout, a request that has not ended in time.
   std::optional<Clock::time_point> next_deadline() const;
   // Ends what is past its deadline; false: the connection is over (no handshake in time).
+  // An unfinished request past its time is reset (CANCEL).
   bool expire(Clock::time_point now);
 
   void complete_unary(int32_t stream, const RpcStatus& status, std::string message);
@@ -102,6 +114,7 @@ class ServerConnection {
   Call* find(int32_t stream);
   void end_of_headers(Call& call);
   void reset(Call& call, uint32_t code, const HeadProblem& problem);
+  void record(const TransportError& error) { log_.record(peer_, kubelet(), error); }
   // Answers a request before it is complete and asks the client to stop sending it.
   void refuse(Call& call, const RpcStatus& status, bool advertise_identity_encoding = false);
   void dispatch(Call& call);
@@ -121,6 +134,8 @@ class ServerConnection {
   Peer peer_;
   TransportLog& log_;
   InputBudget& budget_;
+  PeerLedger& ledger_;
+  size_t block_bytes_ = 0;  // decoded size of the header block being read, whatever its stream
   Clock::time_point accepted_at_ = Clock::now();
   bool handshaken_ = false;
   bool terminated_ = false;         // GOAWAY submitted and logged: the rest is not read

@@ -22,20 +22,30 @@ std::string http2_error_name(uint32_t code) {
   return code < kNames.size() ? kNames[code] : "ERROR_" + std::to_string(code);
 }
 
-void TransportLog::record(const Peer& peer, const TransportError& error) {
+void TransportLog::record(const Peer& peer, bool kubelet, const TransportError& error,
+                          WarningLimiter::Clock::time_point now) {
   auto& slots = error.scope == ErrorScope::Stream ? streams_ : connections_;
   slots[std::min<size_t>(error.code, kCodes)].fetch_add(1, std::memory_order_relaxed);
 
-  constexpr size_t kMaxWarned = 1024;
-  if (warned_.size() >= kMaxWarned) warned_.clear();
-  auto key = std::make_tuple(peer.pid, static_cast<int>(error.scope), error.code, std::string(error.cause));
-  if (!warned_.insert(std::move(key)).second) return;
+  auto verdict = limiter_.admit({kubelet, peer.uid, static_cast<int>(error.scope), error.code,
+                                 std::string(error.cause.substr(0, 64))},
+                                now);
+  if (!verdict.log) return;
+  if (verdict.suppressed_others > 0)
+    spdlog::warn("gRPC: {} more warnings about peers suppressed (kgpu_grpc_errors_total counts them all)",
+                 verdict.suppressed_others);
   const char* what = error.scope == ErrorScope::Stream ? "reset a stream of" : "closed the connection of";
-  spdlog::warn("gRPC: {} peer pid {} (uid {}) with {}: {}{}{} [method {}, :authority {}]; further ones of this "
-               "cause from this peer are only counted (kgpu_grpc_errors_total)",
-               what, peer.pid, peer.uid, http2_error_name(error.code), error.cause, error.detail.empty() ? "" : ": ",
-               printable(error.detail), error.method.empty() ? "unknown" : printable(error.method),
-               error.authority.empty() ? "none" : "\"" + printable(error.authority) + "\"");
+  std::string line = fmt::format(
+      "gRPC: {} peer pid {} (uid {}{}) with {}: {}{}{} [method {}, :authority {}]", what, peer.pid, peer.uid,
+      kubelet ? ", the kubelet" : "", http2_error_name(error.code), printable(error.cause, 64),
+      error.detail.empty() ? "" : ": ", printable(error.detail, 200),
+      error.method.empty() ? "unknown" : printable(error.method, 96),
+      error.authority.empty() ? "none" : "\"" + printable(error.authority, 96) + "\"");
+  if (line.size() > kMaxLine) line.resize(kMaxLine);
+  if (verdict.suppressed_like_this > 0)
+    line += fmt::format("; {} more like it suppressed", verdict.suppressed_like_this);
+  spdlog::warn("{}; at most one a minute per uid and cause is logged, every one is counted (kgpu_grpc_errors_total)",
+               line);
 }
 
 std::vector<TransportLog::Count> TransportLog::counts() const {

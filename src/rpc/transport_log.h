@@ -1,18 +1,19 @@
 #pragma once
 // What the transport refuses a peer: a stream it resets or a connection it closes with an error.
-// Each is counted by scope and HTTP/2 error code (for /metrics) and logged as a warning once per
-// peer process and cause, with the method and `:authority`: a kubelet whose gRPC cannot talk to
-// kgpu must show up in the log and the metrics, not only as a node with zero GPUs.
+// Each is counted by scope and HTTP/2 error code (for /metrics) and logged as a warning, rate-limited
+// by WarningLimiter (per uid, kubelet or not, and cause; one bucket for the process), with the
+// method and `:authority`: a kubelet whose gRPC cannot talk to kgpu must show up in the log and the
+// metrics, not only as a node with zero GPUs, and no peer may flood the log or hide another's.
 #include <sys/types.h>
 
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <set>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <vector>
+
+#include "rpc/warning_limiter.h"
 
 namespace kgpu::rpc {
 
@@ -39,8 +40,11 @@ std::string http2_error_name(uint32_t code);
 
 class TransportLog {
  public:
-  // The serving thread only.
-  void record(const Peer& peer, const TransportError& error);
+  // The serving thread only. `kubelet`: the peer owns kubelet.sock.
+  void record(const Peer& peer, bool kubelet, const TransportError& error,
+              WarningLimiter::Clock::time_point now = WarningLimiter::Clock::now());
+
+  static constexpr size_t kMaxLine = 640;  // bytes of one warning, at most
 
   struct Count {
     ErrorScope scope;
@@ -55,8 +59,7 @@ class TransportLog {
  private:
   std::array<std::atomic<uint64_t>, kCodes + 1> streams_{};
   std::array<std::atomic<uint64_t>, kCodes + 1> connections_{};
-  // (pid, scope, code, cause) already warned about; bounded so a peer cycling pids costs little.
-  std::set<std::tuple<pid_t, int, uint32_t, std::string>> warned_;
+  WarningLimiter limiter_;
 };
 
 }  // namespace kgpu::rpc

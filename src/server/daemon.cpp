@@ -167,9 +167,10 @@ struct Daemon::Impl {
   Backoff register_backoff{std::chrono::milliseconds(20), std::chrono::milliseconds(5000)};
   Backoff discovery_backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(300000)};
   bool discovery_failed = false;
-  // Resources registered whose kubelet has not opened ListAndWatch since: the stream count at
-  // Register. Checked once, first_list_deadline after the registration.
-  std::map<std::string, uint64_t> awaiting_first_list;
+  // Resources registered whose kubelet has not opened ListAndWatch since. Checked once,
+  // first_list_deadline after the registration: the kubelet's own stream must be open then,
+  // whatever other local peers opened (issue 39).
+  std::set<std::string> awaiting_first_list;
 
   std::string kubelet_socket() const { return plugin_dir + "/kubelet.sock"; }
   // DRA alone (kgpu.dra.devicePlugin false) registers nothing with the device manager: no kubelet
@@ -314,12 +315,18 @@ struct Daemon::Impl {
     std::vector<std::string> done;
     Status last = ok_status();
     FileId inode = socket_inode(kubelet_socket());  // before Register: a later recreation must not be missed
+    // The kubelet dials our socket as it accepts Register: the transport must know it by then, so
+    // that its connection is never displaced and the first-list check looks at its stream only.
+    auto since = std::chrono::steady_clock::now();
+    auto learn_kubelet = [this, since](const rpc::Peer& peer) {
+      if (transport) transport->set_kubelet(peer, since);
+    };
     for (const auto& name : unregistered) {
       auto it = servers.find(name);
       if (it == servers.end() || !it->second->serving()) continue;
       auto& server = it->second;
       RegisterRequestInfo info{kubelet_socket(), server->endpoint(), name, true, false};
-      auto st = register_with_kubelet(info, options.register_timeout);
+      auto st = register_with_kubelet(info, options.register_timeout, learn_kubelet);
       if (options.events) options.events->registration(name, st.ok());
       if (!st) {
         last = st;
@@ -332,7 +339,7 @@ struct Daemon::Impl {
       spdlog::info("{}: registered with the kubelet (endpoint {}, {})", name, server->endpoint(),
                    r ? device_summary(*r) : "0 devices");
       done.push_back(name);
-      awaiting_first_list[name] = server->counters().list_and_watch_opened.load();
+      awaiting_first_list.insert(name);
     }
     if (!done.empty()) arm_timer(first_list_timer.get(), options.first_list_deadline);
     for (const auto& n : done) unregistered.erase(n);
@@ -366,6 +373,8 @@ struct Daemon::Impl {
   }
 
   void first_list_opened(const std::string& name) {
+    auto it = servers.find(name);
+    if (it == servers.end() || it->second->kubelet_streams() == 0) return;  // another peer's stream
     awaiting_first_list.erase(name);
     if (awaiting_first_list.empty()) disarm_timer(first_list_timer.get());  // no wake-up when all is well
   }
@@ -374,13 +383,13 @@ struct Daemon::Impl {
   // (a stream reset: see the transport's warnings) never opens ListAndWatch, and the node
   // advertises zero devices of the resource without any other sign.
   void check_first_lists() {
-    for (const auto& [name, opened_at_register] : awaiting_first_list) {
+    for (const auto& name : awaiting_first_list) {
       auto it = servers.find(name);
       if (it == servers.end() || !it->second->serving() || unregistered.count(name)) continue;
-      if (it->second->counters().list_and_watch_opened.load() > opened_at_register) continue;
+      if (it->second->kubelet_streams() > 0) continue;
       spdlog::warn("{}: the kubelet accepted Register {} ms ago but has not opened ListAndWatch on {}; the node "
-                   "advertises none of these devices until it does (look for gRPC warnings above and "
-                   "kgpu_grpc_errors_total)",
+                   "advertises none of these devices until it does (other peers' streams do not count; look for gRPC "
+                   "warnings above and kgpu_grpc_errors_total)",
                    name, options.first_list_deadline.count(), it->second->socket_path());
     }
     awaiting_first_list.clear();

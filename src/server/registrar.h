@@ -2,9 +2,11 @@
 // Registration with the kubelet (v1beta1.Registration/Register) and the capped exponential backoff
 // used while the kubelet is not up. The plugin must already serve its endpoint when it registers.
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "core/result.h"
+#include "rpc/transport_log.h"
 
 namespace kgpu::server {
 
@@ -17,8 +19,11 @@ struct RegisterRequestInfo {
 };
 
 // One Register call with a deadline. Error::Unavailable when the kubelet is not reachable, other
-// codes as the kubelet answered (e.g. InvalidArgument for an unsupported version).
-Status register_with_kubelet(const RegisterRequestInfo& info, std::chrono::milliseconds timeout);
+// codes as the kubelet answered (e.g. InvalidArgument for an unsupported version). `on_kubelet`
+// (optional) hears who owns kubelet.sock (SO_PEERCRED) once connected, before Register is sent:
+// the kubelet dials back as it accepts it, and its connection must be known as the kubelet's.
+Status register_with_kubelet(const RegisterRequestInfo& info, std::chrono::milliseconds timeout,
+                             const std::function<void(const rpc::Peer&)>& on_kubelet = {});
 
 // Capped exponential backoff: initial, 2x, 4x ... up to max. Pure.
 class Backoff {

@@ -283,6 +283,15 @@ Status ResourceServer::restart() {
   return start();
 }
 
+size_t ResourceServer::kubelet_streams() const {
+  uint64_t listener = 0;
+  {
+    std::lock_guard lock(mu_);
+    listener = listener_;
+  }
+  return listener == 0 ? 0 : rpc_->kubelet_streams(listener);
+}
+
 bool ResourceServer::serving() const {
   std::lock_guard lock(mu_);
   return listener_ != 0;

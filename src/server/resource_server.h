@@ -65,6 +65,9 @@ class ResourceServer {
   std::string endpoint() const { return socket_file_name(resource_); }  // file name, for Register
   std::string socket_path() const { return plugin_dir_ + "/" + endpoint(); }
   size_t open_streams() const;
+  // ListAndWatch streams the kubelet itself holds now (other local peers' are not counted): the
+  // transport knows the kubelet from registration (rpc::Server::set_kubelet).
+  size_t kubelet_streams() const;
   const ServerCounters& counters() const { return *counters_; }
   // Runs (on the transport's thread) each time a kubelet opens ListAndWatch.
   void on_list_and_watch(std::function<void()> observer);

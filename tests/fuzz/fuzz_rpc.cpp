@@ -113,9 +113,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int efd = ::eventfd(0, EFD_NONBLOCK);
   auto mailbox = std::make_shared<rpc::Mailbox>(efd);
   rpc::InputBudget budget;  // per input: a fresh process-wide account, which must end at zero
+  rpc::PeerLedger ledger;   // likewise its calls per peer
   {
     static rpc::TransportLog log;
-    rpc::ServerConnection conn(1, UniqueFd(fds[0]), service(), mailbox, log, budget);
+    rpc::ServerConnection conn(1, UniqueFd(fds[0]), service(), mailbox, log, budget, ledger);
     size_t off = 0;
     bool alive = conn.valid();
     while (alive && off < wire.size()) {
@@ -132,7 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     conn.expire(std::chrono::steady_clock::now() + std::chrono::hours(1));
     mailbox->take();
   }
-  if (budget.used != 0 || budget.pinned != 0) std::abort();  // what a connection held is given back
+  if (budget.used != 0 || budget.pinned != 0 || !ledger.empty()) std::abort();  // what a connection held is given back
   mailbox->close();
   ::close(fds[1]);
   ::close(efd);

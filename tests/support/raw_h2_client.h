@@ -89,6 +89,24 @@ class RawH2Client {
     return nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider, nullptr);
   }
 
+  // HEADERS with END_STREAM on an open stream: the request's trailers.
+  bool trailers(int32_t stream, const Fields& fields) {
+    std::vector<nghttp2_nv> nva;
+    for (const auto& [n, v] : fields)
+      nva.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(n.data())),
+                     reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), n.size(), v.size(),
+                     NGHTTP2_NV_FLAG_NONE});
+    return nghttp2_submit_headers(session_, NGHTTP2_FLAG_END_STREAM, stream, nullptr, nva.data(), nva.size(),
+                                  nullptr) >= 0;
+  }
+  // Writes everything submitted so far (no waiting for answers).
+  bool send_pending() {
+    const uint8_t* out = nullptr;
+    for (ssize_t n; (n = nghttp2_session_mem_send(session_, &out)) > 0;)
+      if (::send(fd_, out, static_cast<size_t>(n), MSG_NOSIGNAL) != n) return false;
+    return true;
+  }
+
   // Exchanges frames until `done()` or the deadline; false on timeout. The connection's end
   // (EOF, GOAWAY) ends the exchange too.
   template <typename Done>

@@ -1,6 +1,7 @@
 #pragma once
 // A raw HTTP/2 client that opens a device plugin's ListAndWatch with the largest flow-control
-// windows and then never reads its socket: a kubelet that hangs. The plugin's socket buffer fills
+// windows and then never reads its socket: a kubelet that hangs. Or (kNeverEndingAllocate) one
+// that sends an Allocate's HEADERS and never the rest of the request. The plugin's socket buffer fills
 // and gRPC's own write to it blocks (unlike a gRPC client that merely never calls Read(), which
 // only exhausts the HTTP/2 window). Hand-encoded frames: no HTTP/2 library needed.
 #include <poll.h>
@@ -17,7 +18,8 @@ namespace kgpu::test {
 
 class StuckPeer {
  public:
-  explicit StuckPeer(const std::string& path) {
+  enum Call { kListAndWatch, kNeverEndingAllocate };
+  explicit StuckPeer(const std::string& path, Call call = kListAndWatch) {
     fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int small = 4096;
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
@@ -31,11 +33,13 @@ class StuckPeer {
     out += frame(0x4, 0x1, 0, "");                                   // SETTINGS ACK (for the server's)
     std::string headers;
     for (auto [k, v] : {std::pair{":method", "POST"}, {":scheme", "http"},
-                        {":path", "/v1beta1.DevicePlugin/ListAndWatch"}, {":authority", "localhost"},
-                        {"content-type", "application/grpc"}, {"te", "trailers"}})
+                        {":path", call == kListAndWatch ? "/v1beta1.DevicePlugin/ListAndWatch"
+                                                        : "/v1beta1.DevicePlugin/Allocate"},
+                        {":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"}})
       headers += literal(k, v);
     out += frame(0x1, 0x4, 1, headers);                              // HEADERS, END_HEADERS
-    out += frame(0x0, 0x1, 1, std::string("\0\0\0\0\0", 5));         // DATA: empty message, END_STREAM
+    if (call == kListAndWatch)
+      out += frame(0x0, 0x1, 1, std::string("\0\0\0\0\0", 5));       // DATA: empty message, END_STREAM
     connected_ = connected_ && ::write(fd_, out.data(), out.size()) == static_cast<ssize_t>(out.size());
   }
   ~StuckPeer() { ::close(fd_); }
@@ -44,6 +48,26 @@ class StuckPeer {
   bool wait_readable(int timeout_ms) const {
     pollfd p{fd_, POLLIN, 0};
     return ::poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN) != 0;
+  }
+  // Reads until the server's response HEADERS on the call's stream (the call is being served);
+  // false on EOF or after `timeout_ms`. Reading stops there.
+  bool wait_response(int timeout_ms) {
+    std::string in;
+    for (int waited = 0; waited < timeout_ms; waited += 10) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 10) != 1) continue;
+      char buf[4096];
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) return false;
+      in.append(buf, static_cast<size_t>(n));
+      for (size_t at = 0; at + 9 <= in.size();) {
+        size_t len = (static_cast<uint8_t>(in[at]) << 16) | (static_cast<uint8_t>(in[at + 1]) << 8) |
+                     static_cast<uint8_t>(in[at + 2]);
+        if (in[at + 3] == 0x1 && in[at + 8] == 1) return true;  // HEADERS on stream 1
+        at += 9 + len;
+      }
+    }
+    return false;
   }
 
  private:

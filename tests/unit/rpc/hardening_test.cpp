@@ -35,7 +35,7 @@ class Hardening : public ::testing::Test {
     dir_ = "/tmp/kgpu-hard-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++);
     std::filesystem::create_directories(dir_);
     path_ = dir_ + "/s.sock";
-    auto server = Server::start();
+    auto server = Server::start({}, limits());
     ASSERT_TRUE(server) << server.error().message;
     server_ = std::move(*server);
     auto service = std::make_shared<Service>();
@@ -59,6 +59,7 @@ class Hardening : public ::testing::Test {
     ASSERT_TRUE(id);
     listener_ = *id;
   }
+  virtual ServerLimits limits() const { return {}; }
   void TearDown() override {
     server_.reset();
     std::filesystem::remove_all(dir_);
@@ -85,6 +86,9 @@ class Hardening : public ::testing::Test {
   std::mutex mu_;
   std::vector<std::shared_ptr<ServerStream>> streams_;
 };
+
+// This process as a unix socket's peer sees it.
+Peer peer_of_self() { return {::getpid(), ::getuid()}; }
 
 TEST_F(Hardening, AUnaryCallTakesOneMessageAndKeepsNoMore) {
   RawH2Client client(path_);
@@ -214,6 +218,95 @@ TEST_F(Hardening, IdleConnectionsNeitherLockTheKubeletOutNorStay) {
     return ::recv(fd.get(), &c, 1, MSG_DONTWAIT) == 0;
   };
   EXPECT_TRUE(test::eventually([&] { return closed(idle.back()); }, ServerConnection::kHandshakeDeadline + 5s));
+}
+
+// Issue 39, item 1: 64 connections that each hold a call open (a ListAndWatch nobody reads past
+// its first message) used to take every slot for good: a new client was closed at once. Now the
+// newcomer displaces one of them.
+TEST_F(Hardening, ASocketFullOfOpenCallsStillLetsANewcomerIn) {
+  std::vector<std::unique_ptr<RawH2Client>> holders;
+  std::string empty = grpc_frame("");
+  for (size_t i = 0; i < Server::kMaxConnectionsPerSocket; ++i) {
+    holders.push_back(std::make_unique<RawH2Client>(path_));
+    auto& c = *holders.back();
+    int32_t id = c.request(grpc_fields("/t.S/Watch"), &empty);
+    ASSERT_TRUE(c.run_until([&] { return c.stream(id).headers.count(":status") > 0; })) << i;
+  }
+  ASSERT_EQ(server_->connections(listener_), Server::kMaxConnectionsPerSocket);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(echo_works()) << "newcomer " << i << " was locked out";
+  EXPECT_LE(server_->connections(listener_), Server::kMaxConnectionsPerSocket);
+}
+
+// Issue 39, item 1: the first-list check asks for the kubelet's own ListAndWatch. A stream counts
+// only once its peer is the one set_kubelet() names (here this process, by SO_PEERCRED).
+TEST_F(Hardening, KubeletStreamsAreCountedOnlyForTheKubelet) {
+  RawH2Client watcher(path_);
+  std::string empty = grpc_frame("");
+  int32_t id = watcher.request(grpc_fields("/t.S/Watch"), &empty);
+  ASSERT_TRUE(watcher.run_until([&] { return watcher.stream(id).headers.count(":status") > 0; }));
+  EXPECT_EQ(server_->kubelet_streams(listener_), 0u);  // not known yet: another peer's stream
+  server_->set_kubelet(peer_of_self(), std::chrono::steady_clock::now());
+  EXPECT_TRUE(test::eventually([&] { return server_->kubelet_streams(listener_) == 1; }));
+  server_->set_kubelet({::getpid() + 1, ::getuid()}, std::chrono::steady_clock::now());
+  EXPECT_TRUE(test::eventually([&] { return server_->kubelet_streams(listener_) == 0; }));
+}
+
+// Issue 39, item 3: every header block counts against the 16 KiB bound, not only a live call's
+// request: trailers, the rest of a block after a malformed field, a refused stream's block.
+TEST_F(Hardening, AHeaderBombInTrailersEndsTheConnection) {
+  RawH2Client client(path_);
+  std::string partial = grpc_frame("x").substr(0, 3);
+  int32_t id = client.request(grpc_fields("/t.S/Echo"), &partial, /*keep_open=*/true);
+  ASSERT_TRUE(client.send_pending());
+  ASSERT_TRUE(client.trailers(id, {{"x-bomb", std::string(20 * 1024, 'b')}}));
+  ASSERT_TRUE(client.run_until([&] { return client.goaway(); }));
+  EXPECT_EQ(client.goaway_code(), static_cast<uint32_t>(NGHTTP2_ENHANCE_YOUR_CALM));
+  EXPECT_TRUE(echo_works());
+}
+
+TEST_F(Hardening, AHeaderBombAfterAMalformedFieldEndsTheConnection) {
+  RawH2Client client(path_);
+  auto fields = grpc_fields("/t.S/Echo");
+  fields.push_back({"Bad-Name", "x"});
+  fields.push_back({"x-bomb", std::string(20 * 1024, 'b')});
+  client.request(fields);
+  ASSERT_TRUE(client.run_until([&] { return client.goaway(); }));
+  EXPECT_EQ(client.goaway_code(), static_cast<uint32_t>(NGHTTP2_ENHANCE_YOUR_CALM));
+}
+
+TEST_F(Hardening, AHeaderBombOnARefusedStreamEndsTheConnection) {
+  RawH2Client client(path_);
+  std::string partial = grpc_frame("x").substr(0, 3);
+  for (size_t i = 0; i < ServerConnection::kMaxStreams; ++i)
+    client.request(grpc_fields("/t.S/Echo"), &partial, /*keep_open=*/true);
+  auto fields = grpc_fields("/t.S/Echo");
+  fields.push_back({"x-bomb", std::string(20 * 1024, 'b')});
+  client.request(fields);  // beyond the limit: refused, and its block still measured
+  ASSERT_TRUE(client.run_until([&] { return client.goaway(); }));
+  EXPECT_EQ(client.goaway_code(), static_cast<uint32_t>(NGHTTP2_ENHANCE_YOUR_CALM));
+}
+
+class HardeningShortRequests : public Hardening {
+ protected:
+  ServerLimits limits() const override {
+    ServerLimits l;
+    l.unfinished_request = std::chrono::milliseconds(200);
+    return l;
+  }
+};
+
+// Issue 39, item 1: a request whose END_STREAM never comes (no grpc-timeout either) no longer
+// holds its call, and so its connection, for good.
+TEST_F(HardeningShortRequests, AnUnfinishedRequestIsResetInTime) {
+  RawH2Client client(path_);
+  std::string partial = grpc_frame("x").substr(0, 3);
+  int32_t id = client.request(grpc_fields("/t.S/Echo"), &partial, /*keep_open=*/true);
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(client.run_until([&] { return client.stream(id).closed; }, 5s));
+  EXPECT_EQ(client.stream(id).close_code, static_cast<uint32_t>(NGHTTP2_CANCEL));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 150ms);
+  EXPECT_EQ(errors(ErrorScope::Stream, "CANCEL"), 1u);
+  EXPECT_TRUE(echo_works());
 }
 
 TEST_F(Hardening, AnExceptionInAStreamsEndHandlerNeitherEscapesNorStopsTheServer) {

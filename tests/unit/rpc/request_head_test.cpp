@@ -97,6 +97,28 @@ INSTANTIATE_TEST_SUITE_P(
                   "duplicate content-type"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
+// Issue 39, item 5: the log names the field and the class of the byte that failed (before, a
+// control byte in :authority was logged as "holds NUL, CR or LF").
+TEST(RequestHead, TheDetailNamesTheFieldAndTheByte) {
+  struct Case {
+    Fields fields;
+    std::string detail;
+  };
+  for (const auto& c : std::vector<Case>{
+           {with(kBase, {":authority", std::string("a\x01" "b")}), ":authority holds a control byte 0x01"},
+           {with(kBase, {":authority", std::string("a\x7f")}), ":authority holds a DEL (0x7f)"},
+           {with(kBase, {"x-note", std::string("a\0b", 3)}), "x-note holds a NUL byte (0x00)"},
+           {with(kBase, {"x-note", "a\rb"}), "x-note holds a CR (0x0d)"},
+           {with(kBase, {"x-note", "a\nb"}), "x-note holds an LF (0x0a)"},
+           {with(kBase, {"Content-Type", "application/grpc"}), "holds an uppercase letter 'C'"},
+           {with(kBase, {std::string("x\x02y"), "v"}), "holds a control byte 0x02"},
+       }) {
+    auto reader = read(c.fields);
+    ASSERT_TRUE(reader.failed()) << c.detail;
+    EXPECT_NE(reader.problem()->detail.find(c.detail), std::string::npos) << reader.problem()->detail;
+  }
+}
+
 TEST(RequestHead, HeaderListOverTheBoundIsTooLarge) {
   RequestHeadReader reader;
   for (const auto& [n, v] : kBase) ASSERT_TRUE(reader.add(n, v));

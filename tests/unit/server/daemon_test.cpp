@@ -22,6 +22,8 @@
 #include "server/daemon.h"
 #include "sim/kubelet_sim.h"
 #include "support/eventually.h"
+#include "support/forked_peer.h"
+#include "support/stuck_grpc_peer.h"
 
 namespace kgpu::server {
 namespace {
@@ -380,6 +382,39 @@ TEST_F(DaemonTest, AKubeletThatNeverOpensListAndWatchIsWarnedAbout) {
   daemon->stop();
   runner.join();
   EXPECT_EQ(logs.count("nvidia.com/gpu: the kubelet accepted Register"), 1u);
+}
+
+// Issue 39, item 1: another local peer's ListAndWatch used to count as the kubelet's (the check
+// compared a count of every stream with the count at Register), so a peer that grabbed our socket
+// silenced the warning. Here a peer in its own process opens ListAndWatch once kgpu has registered,
+// and the kubelet never dials back: the warning still fires.
+TEST_F(DaemonTest, AnotherPeersListAndWatchDoesNotSilenceTheWarning) {
+  LogCapture logs;
+  auto transport = rpc::Server::start();
+  ASSERT_TRUE(transport) << transport.error().message;
+  auto registration = std::make_shared<rpc::Service>();
+  std::atomic<int> registered{0};
+  registration->unary("/v1beta1.Registration/Register", [&](std::string_view, rpc::Responder r) {
+    registered++;
+    r.reply(v1beta1::Empty{}.SerializeAsString());
+  });
+  auto fd = rpc::listen_unix(dir + "/kubelet.sock");
+  ASSERT_TRUE(fd) << fd.error().message;
+  ASSERT_TRUE((*transport)->serve(std::move(*fd), registration));
+  options.first_list_deadline = 2s;
+  run_daemon();
+  ASSERT_TRUE(test::eventually([&] { return logs.count("registered with the kubelet") >= 1; }, 10s));
+  const std::string socket = dir + "/kgpu-nvidia.com-gpu.sock";
+  test::ForkedPeer intruder([&socket](int report, int control) {
+    test::StuckPeer peer(socket);
+    char served = peer.connected() && peer.wait_response(5000) ? '1' : '0';
+    [[maybe_unused]] auto n = ::write(report, &served, 1);
+    test::ForkedPeer::wait_for_end(control);
+  });
+  EXPECT_EQ(intruder.reports(1, 10s), "1") << "the other peer's ListAndWatch was not served";
+  EXPECT_TRUE(test::eventually([&] { return logs.count("has not opened ListAndWatch") == 1; }, 10s));
+  daemon->stop();
+  runner.join();
 }
 
 }  // namespace
