@@ -19,6 +19,7 @@
 #include "core/safe_file.h"
 #include "mps/claim_request.h"
 #include "mps/claim_request_folder.h"
+#include "mps/claim_shm.h"
 #include "mps/readiness.h"
 #include "mps/supervisor.h"
 #include "plan/mps_paths.h"
@@ -288,6 +289,29 @@ TEST(ClaimShm, HalfTheNodesMemoryByDefaultAndTheFallbackWhenMemInfoIsUnreadable)
   EXPECT_EQ(default_claim_shm_bytes("MemTotal: 0 kB\n"), kClaimShmFallbackBytes);
   EXPECT_EQ(default_claim_shm_bytes("MemTotal: 99999999999999999999999 kB\n"), kClaimShmFallbackBytes);
   EXPECT_EQ(default_claim_shm_bytes("MemTotal: 1 kB\n"), kClaimShmMinBytes);
+}
+
+// Issue 38, item 5: --claim-shm-size 1Ei was accepted. Bounded by the node's memory (or 16 TiB
+// when unknown) and 1 MiB, the value named in the error.
+TEST(ClaimShm, TheFlagsSizeIsBoundedByTheNodesMemory) {
+  const std::string meminfo = "MemTotal:       16777216 kB\n";  // 16 GiB
+  EXPECT_TRUE(check_claim_shm_bytes("8Gi", uint64_t{8} << 30, meminfo).ok());
+  EXPECT_TRUE(check_claim_shm_bytes("16Gi", uint64_t{16} << 30, meminfo).ok());
+  auto huge = check_claim_shm_bytes("1Ei", uint64_t{1} << 60, meminfo);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().code, Error::Code::InvalidArgument);
+  EXPECT_NE(huge.error().message.find("--claim-shm-size 1Ei (1152921504606846976 bytes) is more than the node's "
+                                      "memory (16384 MiB)"),
+            std::string::npos)
+      << huge.error().message;
+  EXPECT_FALSE(check_claim_shm_bytes("17Gi", uint64_t{17} << 30, meminfo).ok());
+  auto unknown = check_claim_shm_bytes("1Ei", uint64_t{1} << 60, "");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("is more than 16777216 MiB"), std::string::npos) << unknown.error().message;
+  EXPECT_TRUE(check_claim_shm_bytes("1Ti", uint64_t{1} << 40, "").ok());
+  auto tiny = check_claim_shm_bytes("1k", 1000, meminfo);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.error().message.find("--claim-shm-size 1k (1000 bytes) is below"), std::string::npos);
 }
 
 TEST(ClaimShm, AFolderOnATmpfsIsNotAMountPointAndUnmountingNothingIsFine) {
