@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -194,6 +195,43 @@ TEST_F(ClaimRequestFolderTest, TheSupervisorStartsRestartsAndQuitsClaimDaemonsAs
   // A withdrawn request quits the daemon and removes the claim's folder.
   fs::remove(mps_claim_request_file(root(), kUid));
   ASSERT_TRUE(wait_until(claim_dir().parent_path(), [&] { return !fs::exists(claim_dir()); }));
+  stop();
+  EXPECT_TRUE(result_.ok());
+}
+
+// Issue 38, item 2: a claim unprepared while `kgpu mps-daemon` was down (killed) left its control
+// daemon running, its tmpfs mounted and its folder in place; the next supervisor sweeps them at
+// start, and leaves alone a claim whose request is there.
+TEST_F(ClaimRequestFolderTest, AStartingSupervisorSweepsWhatNoRequestNames) {
+  if (!test::can_mount_tmpfs()) GTEST_SKIP() << test::kNoMountsReason;
+  auto folder = MpsClaimRequestFolder::open(root(), 4u << 20);
+  ASSERT_TRUE(folder.ok()) << folder.error().message;
+  // What a killed supervisor leaves of a claim: its daemon (the fake's), its tmpfs, its folder.
+  const MpsDaemonSpec orphan = mps_claim_daemon_spec(root(), request(), 4u << 20);
+  fs::create_directories(orphan.pipe_dir);
+  fs::create_directories(orphan.log_dir);
+  ASSERT_TRUE(mount_claim_shm(orphan.shm_dir, 4u << 20).ok());
+  const std::string start = "CUDA_MPS_PIPE_DIRECTORY=" + orphan.pipe_dir + " CUDA_MPS_LOG_DIRECTORY=" +
+                            orphan.log_dir + " " + KGPU_FIXTURES_DIR + "/mps/nvidia-cuda-mps-control -d";
+  ASSERT_EQ(std::system(start.c_str()), 0);
+  const std::string pid_text = slurp(orphan.log_dir + "/fake-daemon.pid");
+  const int pid = std::atoi(pid_text.c_str());
+  ASSERT_GT(pid, 0) << pid_text;
+  // Another claim, still requested, whose daemon the supervisor starts as usual.
+  MpsClaimRequest kept = request();
+  kept.claim_uid = "kept-claim";
+  write_request(kept);
+
+  launch(*folder);
+  const fs::path kept_dir = mps_resource_dir(root(), mps_claim_resource("kept-claim"));
+  ASSERT_TRUE(test::wait_in_folders({claim_dir().parent_path(), kept_dir}, [&] {
+    return !fs::exists(claim_dir()) && mps_marker_live(mps_ready_marker(root(), mps_claim_resource("kept-claim")));
+  }));
+  EXPECT_TRUE(test::mounts_under(claim_dir().string()).empty());
+  EXPECT_TRUE(is_tmpfs_mount_point(mps_claim_shm_dir(root(), "kept-claim")));
+  // The orphaned daemon got its quit (the fake ends it): gone, or a zombie nobody reaped yet.
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  EXPECT_TRUE(stat.empty() || stat.find(") Z ") != std::string::npos) << stat;
   stop();
   EXPECT_TRUE(result_.ok());
 }
