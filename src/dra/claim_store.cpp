@@ -532,6 +532,24 @@ std::optional<std::string> ClaimStore::share_overflow_locked(const PreparedClaim
   return std::nullopt;
 }
 
+// kgpu.dra.sharing.memory.oneNamespacePerGpu: the shares of one GPU are one trust domain (one MPS
+// server), so the operator may keep each GPU's shares within one namespace. A share recorded
+// without a namespace (adopted, recovered) is not counted.
+std::optional<std::string> ClaimStore::share_namespace_conflict_locked(const PreparedClaim& claim) const {
+  if (!devices_ || !devices_->config.dra.memory_sharing.one_namespace_per_gpu) return std::nullopt;
+  for (const auto& mine : claim.shares)
+    for (const auto& [uid, other] : claims_) {
+      if (uid == claim.ref.uid || other.ref.ns.empty() || other.ref.ns == claim.ref.ns) continue;
+      for (const auto& theirs : other.shares)
+        if (theirs.gpu_uuid == mine.gpu_uuid)
+          return "device " + mine.device + " (GPU " + mine.gpu_uuid + ") holds memory shares of namespace " +
+                 other.ref.ns + " (" + describe(other.ref) + "), and this claim is of namespace " + claim.ref.ns +
+                 ": kgpu.dra.sharing.memory.oneNamespacePerGpu keeps a GPU's shares within one namespace (they "
+                 "share one MPS server); it takes this namespace's shares once those are unprepared";
+    }
+  return std::nullopt;
+}
+
 std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& claim) const {
   for (const auto& mine : claim.devices)
     for (const auto& [uid, other] : claims_) {
@@ -570,6 +588,7 @@ std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& clai
       }
     }
   if (auto over = share_overflow_locked(claim)) return over;
+  if (auto other = share_namespace_conflict_locked(claim)) return other;
   for (const auto& mine : claim.devices) {
     if (mine.admin_access) continue;
     for (const auto& [uid, held] : recovered_)

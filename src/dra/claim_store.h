@@ -174,6 +174,7 @@ class ClaimStore {
   std::string spec_path(const std::string& file) const;
   std::optional<std::string> conflict_locked(const PreparedClaim& claim) const;
   std::optional<std::string> share_overflow_locked(const PreparedClaim& claim) const;
+  std::optional<std::string> share_namespace_conflict_locked(const PreparedClaim& claim) const;
   std::optional<std::string> pending_reset_conflict_locked(const PreparedClaim& claim) const;
 
   const ClaimStoreOptions options_;
