@@ -320,7 +320,7 @@ void ClaimStore::hold_nvidia_specs() {
     // from NVIDIA's checkpoint is held by what its spec gives too: the spec is what its containers
     // got, whatever the checkpoint's entry says.
     if (auto known = claims_.find(*uid); known != claims_.end() && known->second.cdi_spec_file != name) continue;
-    auto text = read_regular_file(it->path().string(), kOwnFileLimit, FollowLinks::No);
+    auto text = read_regular_file(it->path().string(), kMaxNvidiaClaimSpecBytes, FollowLinks::No);
     Result<NvidiaSpecHold> hold = text ? parse_nvidia_claim_spec(*text, *uid) : Result<NvidiaSpecHold>(text.error());
     if (!hold) {
       warnings_.push_back("DRA: NVIDIA's CDI spec " + it->path().string() + " for claim " + *uid +

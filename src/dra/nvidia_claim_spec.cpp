@@ -27,8 +27,9 @@ std::optional<int> gpu_minor(const std::string& path) {
 }  // namespace
 
 Result<NvidiaSpecHold> parse_nvidia_claim_spec(std::string_view text, const std::string& claim_uid) {
-  // yaml-cpp parses recursively: the bracket pre-scan bounds flow-style nesting, the file size
-  // limit of the caller the block-style one.
+  // yaml-cpp parses recursively: the bracket pre-scan bounds flow-style nesting, the size limit
+  // (kMaxNvidiaClaimSpecBytes) the block-style one.
+  if (text.size() > kMaxNvidiaClaimSpecBytes) return Error::invalid("the CDI spec is larger than 1 MiB");
   if (auto st = check_json_depth(text, "the CDI spec"); !st) return st.error();
   NvidiaSpecHold out;
   try {

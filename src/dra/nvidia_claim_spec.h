@@ -7,6 +7,7 @@
 // "k8s.gpu.nvidia.com/claim", one device per prepared device named "<uid>-<device name>", each with
 // containerEdits.deviceNodes giving the GPU's /dev/nvidia<minor> (a MIG device's too: its parent's
 // node, besides its /dev/nvidia-caps). The spec is YAML (JSON is YAML too).
+#include <cstddef>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,6 +17,10 @@
 #include "core/result.h"
 
 namespace kgpu::dra {
+
+// Far above a claim spec's size (a few KiB per device); it also bounds how deep block-style YAML
+// can nest (each level one more column of indentation), as yaml-cpp parses recursively.
+inline constexpr size_t kMaxNvidiaClaimSpecBytes = size_t{1} << 20;
 
 struct NvidiaSpecHold {
   std::vector<std::string> devices;  // the device names after "<uid>-", in the spec's order
