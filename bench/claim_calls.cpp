@@ -7,9 +7,13 @@
 //   one-call   N claims in one request, the first of them hanging: the whole call;
 //   beside     the hanging claim in one request, then (once it hangs) the N other claims in a second
 //              request, as the kubelet sends for another pod: that second call.
+// Then one tenant's 80 slow claims (issue 38, item 3): 80 pods of namespace team-slow, one prepare
+// call each, whose claim reads all hang (--slow-ms, default 5,000 ms); meanwhile, for team-b, the
+// unprepare of a claim, the repeated prepare of a prepared claim (both need no API round trip)
+// and a first prepare (an API read, of another tenant): each call's milliseconds.
 // How to run:
 //   cmake --build build --target bench_claim_calls && build/bench/bench_claim_calls [--reps R]
-//     [--cost-us C] [--hang-ms H]
+//     [--cost-us C] [--hang-ms H] [--slow-ms S]
 // Prints one line per case (median of R runs, default 3; 1 run for 1,000 claims), to paste into
 // an issue note.
 #include <stdlib.h>
@@ -39,12 +43,20 @@ using namespace kgpu;
 struct Handler {
   std::chrono::microseconds cost{1000};
   std::chrono::milliseconds hang{2000};
+  std::chrono::milliseconds slow{5000};
   std::mutex mu;
   std::condition_variable cv;
   int hanging = 0;      // hanging claims that reached the handler
   bool released = false;
 
   void work(const dra::ClaimRef& c) {
+    if (c.ns == "team-slow") {  // a read that hangs until released or --slow-ms
+      std::unique_lock lock(mu);
+      ++hanging;
+      cv.notify_all();
+      cv.wait_for(lock, slow, [&] { return released; });
+      return;
+    }
     if (c.name != "hang") {
       std::this_thread::sleep_for(cost);
       return;
@@ -99,13 +111,14 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int reps = 3;
-  long cost_us = 1000, hang_ms = 2000;
+  long cost_us = 1000, hang_ms = 2000, slow_ms = 5000;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--reps")) reps = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--cost-us")) cost_us = std::atol(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--hang-ms")) hang_ms = std::atol(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--slow-ms")) slow_ms = std::atol(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: %s [--reps R] [--cost-us C] [--hang-ms H]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reps R] [--cost-us C] [--hang-ms H] [--slow-ms S]\n", argv[0]);
       return 2;
     }
   }
@@ -116,11 +129,14 @@ int main(int argc, char** argv) {
   auto handler_state = std::make_shared<Handler>();
   handler_state->cost = std::chrono::microseconds(cost_us);
   handler_state->hang = std::chrono::milliseconds(hang_ms);
+  handler_state->slow = std::chrono::milliseconds(slow_ms);
   dra::ClaimHandler handler;
   handler.prepare = [h = handler_state](const dra::ClaimRef& c) -> Result<std::vector<dra::PreparedDevice>> {
     h->work(c);
     return std::vector<dra::PreparedDevice>{{{"gpu"}, "node-1", "gpu-0", {"k8s.gpu.nvidia.com/claim=" + c.uid + "-gpu-0"}, {}, false, "GPU-0", true}};
   };
+  // Claims named "prepared-*" are prepared already: a repeated prepare reads no API (Local lane).
+  handler.prepared = [](const dra::ClaimRef& c) { return c.name.starts_with("prepared-"); };
   handler.unprepare = [h = handler_state](const dra::ClaimRef& c) -> Status {
     h->work(c);
     return ok_status();
@@ -181,6 +197,36 @@ int main(int argc, char** argv) {
     }
   }
   handler_state->release();
+
+  // One tenant's 80 slow claims, one call per pod; then team-b's calls.
+  {
+    std::lock_guard lock(handler_state->mu);
+    handler_state->hanging = 0;
+    handler_state->released = false;
+  }
+  std::vector<std::future<double>> slow;
+  for (int i = 0; i < 80; ++i)
+    slow.push_back(std::async(std::launch::async, [&, i] {
+      return call(kubelet, true, {{"team-slow", "slow-" + std::to_string(i), "uid-slow-" + std::to_string(i)}});
+    }));
+  if (!handler_state->wait_hanging(6)) return 1;  // one tenant's share of the API lane (claim_calls.h)
+  std::vector<double> unprepare_ms, repeated_ms, other_ms;
+  for (int r = 0; r < reps; ++r) {
+    const std::string n = std::to_string(r);
+    unprepare_ms.push_back(call(kubelet, false, {{"team-b", "done-" + n, "uid-done-" + n}}));
+    repeated_ms.push_back(call(kubelet, true, {{"team-b", "prepared-" + n, "uid-prepared-" + n}}));
+    other_ms.push_back(call(kubelet, true, {{"team-b", "new-" + n, "uid-new-" + n}}));
+  }
+  int hanging = 0;
+  {
+    std::lock_guard lock(handler_state->mu);
+    hanging = handler_state->hanging;
+  }
+  std::printf("80 claims of one namespace whose reads hang %ld ms (%d of them hanging): team-b's unprepare %.1f ms, "
+              "repeated prepare %.1f ms, first prepare %.1f ms (median of %d)\n",
+              slow_ms, hanging, median(unprepare_ms), median(repeated_ms), median(other_ms), reps);
+  handler_state->release();
+  for (auto& f : slow) f.get();
   plugin.reset();
   server->stop();
   std::filesystem::remove_all(root);

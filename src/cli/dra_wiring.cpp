@@ -313,6 +313,7 @@ dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing*
     if (!repeated && !prepared->share_daemons.empty()) shares_changed();
     return prepared->devices;
   };
+  handler.prepared = [store](const dra::ClaimRef& ref) { return store->is_prepared(ref.uid); };
   handler.unprepare = [store, sharing, after_unprepare = std::move(after_unprepare),
                        shares_changed](const dra::ClaimRef& ref) -> Status {
     auto released = store->unprepare(ref.uid);

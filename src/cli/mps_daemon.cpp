@@ -36,15 +36,15 @@ struct MpsDaemonArgs {
 
 // The size of each DRA claim's shared-memory tmpfs: the flag, or half of the node's memory.
 kgpu::Result<uint64_t> claim_shm_bytes(const MpsDaemonArgs& args) {
+  auto meminfo = kgpu::read_regular_file("/proc/meminfo", 64 << 10, kgpu::FollowLinks::Yes);
   if (args.claim_shm_size.empty()) {
-    auto meminfo = kgpu::read_regular_file("/proc/meminfo", 64 << 10, kgpu::FollowLinks::Yes);
     if (!meminfo) spdlog::warn("mps-daemon: {}; DRA MPS claims get the fallback /dev/shm size", meminfo.error().message);
     return kgpu::default_claim_shm_bytes(meminfo ? *meminfo : "");
   }
   auto bytes = kgpu::dra::parse_quantity_bytes(args.claim_shm_size);
   if (!bytes) return kgpu::Error::invalid("--claim-shm-size " + args.claim_shm_size + ": " + bytes.error().message);
-  if (*bytes < kgpu::kClaimShmMinBytes)
-    return kgpu::Error::invalid("--claim-shm-size " + args.claim_shm_size + " is below 1Mi");
+  if (auto st = kgpu::check_claim_shm_bytes(args.claim_shm_size, *bytes, meminfo ? *meminfo : ""); !st)
+    return st.error();
   return *bytes;
 }
 

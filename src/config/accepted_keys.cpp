@@ -92,6 +92,7 @@ const std::vector<AcceptedKey>& accepted_keys() {
       {"kgpu.dra.sharing.memory.requestPolicy.step", E::Daemon, "the step between memory shares"},
       {"kgpu.dra.sharing.memory.multiprocessorsDefault", E::Daemon, "multiprocessors as a consumable capacity"},
       {"kgpu.dra.sharing.memory.activeThreadPercentage", E::Daemon, "a share's default MPS thread percentage"},
+      {"kgpu.dra.sharing.memory.oneNamespacePerGpu", E::Daemon, "a GPU's memory shares kept to one namespace"},
       {"kgpu.health.enabled", E::Daemon, "the health monitor runs"},
       {"kgpu.health.xidsEnabled", E::Daemon, "XID events mark devices unhealthy"},
       {"kgpu.health.ignoredXids", E::Daemon, "XIDs that never mark a device unhealthy"},

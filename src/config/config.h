@@ -81,6 +81,10 @@ struct DraMemorySharing {
   uint64_t multiprocessors_default = 0;
   // 1..100: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of a share that consumed no multiprocessors; 0: none.
   uint64_t active_thread_percentage = 0;
+  // The shares of one GPU are one trust domain (one MPS server: docs/operations.md, "Trust
+  // model"): true keeps each GPU's shares within one namespace; a share of another namespace is
+  // refused at prepare, naming both.
+  bool one_namespace_per_gpu = false;
   bool operator==(const DraMemorySharing&) const = default;
 };
 

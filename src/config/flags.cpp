@@ -66,6 +66,7 @@ unsigned scopes_of(const std::string& key) {
       {"kgpu.dra.sharing.memory.requestPolicy.step", kPlugin | kDevices},
       {"kgpu.dra.sharing.memory.multiprocessorsDefault", kPlugin | kDevices},
       {"kgpu.dra.sharing.memory.activeThreadPercentage", kPlugin | kDevices},
+      {"kgpu.dra.sharing.memory.oneNamespacePerGpu", kPlugin},
   };
   auto it = table.find(key);
   return it == table.end() ? kAll : it->second;

@@ -109,7 +109,7 @@ Setting nested(std::string key, Values flags, Values envs, std::string help, Sec
   return s;
 }
 
-// A setting of kgpu.dra.sharing.memory: a list of strings, a string or a non-negative integer.
+// A setting of kgpu.dra.sharing.memory: a list of strings, a string, a non-negative integer or a bool.
 template <typename T>
 Setting memory_sharing(std::string key, Values flags, Values envs, std::string help, T DraMemorySharing::*member) {
   Setting s;
@@ -117,18 +117,21 @@ Setting memory_sharing(std::string key, Values flags, Values envs, std::string h
   s.flags = std::move(flags);
   s.envs = std::move(envs);
   s.help = std::move(help);
-  if constexpr (std::is_same_v<T, uint64_t>) s.kind = SettingKind::UInt;
+  if constexpr (std::is_same_v<T, bool>) s.kind = SettingKind::Bool;
+  else if constexpr (std::is_same_v<T, uint64_t>) s.kind = SettingKind::UInt;
   else if constexpr (std::is_same_v<T, std::string>) s.kind = SettingKind::String;
   else s.kind = SettingKind::List;
   s.apply = [member](Config& c, const Values& v) {
     auto& field = c.dra.memory_sharing.*member;
-    if constexpr (std::is_same_v<T, uint64_t>) field = *parse_uint(v.front());
+    if constexpr (std::is_same_v<T, bool>) field = *parse_bool(v.front());
+    else if constexpr (std::is_same_v<T, uint64_t>) field = *parse_uint(v.front());
     else if constexpr (std::is_same_v<T, std::string>) field = v.front();
     else field = v;
   };
   s.show = [member](const Config& c) {
     const auto& field = c.dra.memory_sharing.*member;
-    if constexpr (std::is_same_v<T, uint64_t>) return std::to_string(field);
+    if constexpr (std::is_same_v<T, bool>) return show_bool(field);
+    else if constexpr (std::is_same_v<T, uint64_t>) return std::to_string(field);
     else if constexpr (std::is_same_v<T, std::string>) return quoted(field);
     else return "[" + join(field, ", ") + "]";
   };
@@ -365,6 +368,11 @@ std::vector<Setting> build_settings() {
                              "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of a share that consumed no multiprocessors "
                              "(1-100; 0: none)",
                              &DraMemorySharing::active_thread_percentage));
+  t.push_back(memory_sharing("kgpu.dra.sharing.memory.oneNamespacePerGpu", {"--dra-share-one-namespace-per-gpu"},
+                             {"KGPU_DRA_SHARE_ONE_NAMESPACE_PER_GPU"},
+                             "keep each GPU's memory shares within one namespace (the shares of a GPU share one "
+                             "MPS server: one trust domain)",
+                             &DraMemorySharing::one_namespace_per_gpu));
   t.push_back(health_bool("kgpu.health.enabled", "health checks", &HealthConfig::enabled));
   t.push_back(health_bool("kgpu.health.xidsEnabled", "XID event checks", &HealthConfig::xids_enabled));
   t.push_back(nested("kgpu.health.ignoredXids", {}, {}, "XIDs that never mark a device unhealthy", &Config::health,

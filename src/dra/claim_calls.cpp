@@ -30,9 +30,51 @@ std::string describe(Skipped why) {
   return "not handled";
 }
 
-ClaimCalls::ClaimCalls(ClaimCallsOptions options) : options_(std::move(options)) {}
+ClaimCalls::ClaimCalls(ClaimCallsOptions options) : options_(std::move(options)) {
+  api_.bound = std::max<size_t>(options_.max_threads, 1);
+  api_.per_tenant = options_.max_per_tenant ? options_.max_per_tenant : api_.bound - api_.bound / 4;
+  api_.per_tenant = std::clamp<size_t>(api_.per_tenant, 1, api_.bound);
+  local_.bound = std::max<size_t>(options_.local_threads, 1);
+  local_.per_tenant = local_.bound;  // nothing here waits on the API server: first come first served
+}
 
 ClaimCalls::~ClaimCalls() { stop(); }
+
+void ClaimCalls::make_ready_locked(const std::string& uid, const Item& front) {
+  LaneState& l = lane(front.task.lane);
+  l.ready[front.task.lane == Lane::Api ? front.task.tenant : std::string()].emplace(front.seq, uid);
+}
+
+std::string ClaimCalls::pick_locked(LaneState& l) {
+  auto best = l.ready.end();
+  size_t best_running = 0;
+  for (auto it = l.ready.begin(); it != l.ready.end(); ++it) {
+    const auto r = l.running_by_tenant.find(it->first);
+    const size_t running = r == l.running_by_tenant.end() ? 0 : r->second;
+    if (running >= l.per_tenant) continue;
+    if (best == l.ready.end() || running < best_running ||
+        (running == best_running && it->second.begin()->first < best->second.begin()->first)) {
+      best = it;
+      best_running = running;
+    }
+  }
+  if (best == l.ready.end()) return {};
+  auto first = best->second.begin();
+  std::string uid = std::move(first->second);
+  best->second.erase(first);
+  if (best->second.empty()) l.ready.erase(best);
+  return uid;
+}
+
+size_t ClaimCalls::runnable_locked(const LaneState& l) const {
+  size_t n = 0;
+  for (const auto& [tenant, queue] : l.ready) {
+    const auto r = l.running_by_tenant.find(tenant);
+    const size_t running = r == l.running_by_tenant.end() ? 0 : r->second;
+    if (running < l.per_tenant) n += std::min(queue.size(), l.per_tenant - running);
+  }
+  return n;
+}
 
 bool ClaimCalls::submit(Call call) {
   auto state = std::make_shared<CallState>();
@@ -47,9 +89,10 @@ bool ClaimCalls::submit(Call call) {
     if (stopping_) return false;
     for (auto& task : call.tasks) {
       Claim& claim = claims_[task.uid];
-      uint64_t seq = next_seq_++;
-      if (!claim.running && claim.queue.empty()) ready_.emplace(seq, task.uid);
-      claim.queue.push_back(Item{seq, state, std::move(task)});
+      const bool first = !claim.running && claim.queue.empty();
+      std::string uid = task.uid;
+      claim.queue.push_back(Item{next_seq_++, state, std::move(task)});
+      if (first) make_ready_locked(uid, claim.queue.front());
       ++pending_;
     }
     accepted = spawn_locked();
@@ -57,7 +100,8 @@ bool ClaimCalls::submit(Call call) {
       // No worker at all: nothing queued before this call either (a queued task always has one),
       // so dropping everything drops this call only.
       claims_.clear();
-      ready_.clear();
+      local_.ready.clear();
+      api_.ready.clear();
       pending_ = 0;
     }
     gone.swap(left_);
@@ -68,35 +112,38 @@ bool ClaimCalls::submit(Call call) {
 }
 
 bool ClaimCalls::spawn_locked() {
-  const size_t bound = std::max<size_t>(options_.max_threads, 1);
-  while (workers_ < bound && workers_ - running_ < ready_.size()) {
-    try {
-      threads_.emplace_back();
-      auto self = std::prev(threads_.end());
-      // The worker takes mu_ before it touches `self`: the assignment is done by then.
-      *self = std::thread([this, self] { work(self); });
-      ++workers_;
-    } catch (const std::exception& e) {
-      threads_.pop_back();
-      spdlog::error("DRA: cannot start a thread for the kubelet's calls ({} running): {}", workers_, e.what());
-      break;
+  for (Lane which : {Lane::Local, Lane::Api}) {
+    LaneState& l = lane(which);
+    while (l.workers < l.bound && l.workers - l.running < runnable_locked(l)) {
+      try {
+        threads_.emplace_back();
+        auto self = std::prev(threads_.end());
+        // The worker takes mu_ before it touches `self`: the assignment is done by then.
+        *self = std::thread([this, which, self] { work(which, self); });
+        ++l.workers;
+        ++workers_;
+      } catch (const std::exception& e) {
+        threads_.pop_back();
+        spdlog::error("DRA: cannot start a thread for the kubelet's calls ({} running): {}", workers_, e.what());
+        break;
+      }
     }
   }
-  return workers_ > 0 || ready_.empty();
+  return workers_ > 0 || (local_.ready.empty() && api_.ready.empty());
 }
 
-void ClaimCalls::work(std::list<std::thread>::iterator self) {
+void ClaimCalls::work(Lane which, std::list<std::thread>::iterator self) {
   name_this_thread(options_.thread_name.c_str());  // prepares and unprepares claims (may wait on the API server)
+  LaneState& l = lane(which);
   std::unique_lock lock(mu_);
-  while (!ready_.empty()) {
-    auto first = ready_.begin();
-    std::string uid = std::move(first->second);
-    ready_.erase(first);
+  for (std::string uid = pick_locked(l); !uid.empty(); uid = pick_locked(l)) {
     Claim& claim = claims_.at(uid);
     Item item = std::move(claim.queue.front());
     claim.queue.pop_front();
     claim.running = true;
-    ++running_;
+    const std::string tenant = which == Lane::Api ? item.task.tenant : std::string();
+    ++l.running;
+    ++l.running_by_tenant[tenant];
     const bool stopping = stopping_;
     lock.unlock();
 
@@ -126,15 +173,24 @@ void ClaimCalls::work(std::list<std::thread>::iterator self) {
     item = Item{};  // its closures go outside the lock
 
     lock.lock();
-    --running_;
+    --l.running;
+    if (--l.running_by_tenant[tenant] == 0) l.running_by_tenant.erase(tenant);
     --pending_;
     Claim& done = claims_.at(uid);
     done.running = false;
-    if (done.queue.empty()) claims_.erase(uid);
-    else ready_.emplace(done.queue.front().seq, uid);
+    if (done.queue.empty()) {
+      claims_.erase(uid);
+    } else {
+      make_ready_locked(uid, done.queue.front());
+      // Its next task may be of the other lane, or of a tenant that was at its bound: a worker for
+      // it. A worker that cannot be started leaves it to the ones running.
+      (void)spawn_locked();
+    }
   }
-  // Nothing is ready: this worker ends (a claim queued behind a running one is picked up by the
-  // worker running it).
+  // Nothing runnable in this lane: this worker ends (a claim queued behind a running one is made
+  // ready by the worker running it, and a task held back by its tenant's bound by the worker that
+  // ends one of that tenant's tasks).
+  --l.workers;
   --workers_;
   left_.splice(left_.end(), threads_, self);
   all_left_.notify_all();

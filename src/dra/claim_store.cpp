@@ -1,12 +1,9 @@
 #include "dra/claim_store.h"
 
 #include <algorithm>
-#include <ctime>
+#include <cctype>
 #include <filesystem>
 #include <system_error>
-
-#include <sys/stat.h>
-#include <time.h>
 
 #include <nlohmann/json.hpp>
 
@@ -17,39 +14,21 @@
 #include "dra/device_names.h"
 #include "dra/nvidia_checkpoint.h"
 #include "dra/slice_builder.h"
+#include "dra/store_files.h"
 #include "dra/time_slicing.h"
+#include "mps/claim_request.h"
+#include "plan/mps_paths.h"
 
 namespace kgpu::dra {
 
 namespace {
 
 namespace fs = std::filesystem;
+using store_files::regular_file_exists;
+using store_files::remove_file;
+using store_files::utc_stamp;
 
 std::string describe(const ClaimRef& ref) { return "ResourceClaim " + ref.ns + "/" + ref.name + " (" + ref.uid + ")"; }
-
-bool regular_file_exists(const std::string& path) {
-  std::error_code ec;
-  return fs::is_regular_file(fs::symlink_status(path, ec));
-}
-
-// Removes the file at `path` (never what a link points to); a missing file is fine.
-Status remove_file(const std::string& path) {
-  std::error_code ec;
-  fs::remove(path, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    return Error::unavailable("cannot remove " + path + ": " + ec.message());
-  return ok_status();
-}
-
-// "20250101T120000Z": when a bad checkpoint was set aside.
-std::string utc_stamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
-}
 
 // The device names a per-claim CDI spec written by prepare names ("<uid>-<device>"), or nullopt
 // when the file is not such a spec.
@@ -71,23 +50,32 @@ std::optional<std::vector<std::string>> spec_devices(const std::string& text, co
   return out;
 }
 
-// Whether the file at `path` was last written since the node booted (now minus CLOCK_BOOTTIME),
-// with ten minutes' slack toward yes: a clock stepped forward after boot must not make a file of
-// this boot look older, and a file written in the minutes before a reboot passing as this boot's
-// only holds GPUs longer. Unknown: yes.
-bool written_since_boot(const std::string& path) {
-  struct stat st{};
-  timespec real{}, since_boot{};
-  if (::lstat(path.c_str(), &st) != 0 || ::clock_gettime(CLOCK_REALTIME, &real) != 0 ||
-      ::clock_gettime(CLOCK_BOOTTIME, &since_boot) != 0)
-    return true;
-  const time_t booted = real.tv_sec - since_boot.tv_sec;
-  return st.st_mtim.tv_sec >= booted - 600;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+// The MPS daemons a per-claim CDI spec written by prepare makes its containers clients of: the
+// claim's own (its pipe folder, mps_container_pipe_dir of "dra/<uid>") and the shared GPUs' (of
+// "dra/gpushare-<GPU UUID>"), read from the CUDA_MPS_PIPE_DIRECTORY values in the text.
+RecoveredSharing spec_sharing(const std::string& text, const std::string& uid) {
+  RecoveredSharing out;
+  const std::string key = "CUDA_MPS_PIPE_DIRECTORY=";
+  const std::string own = key + mps_container_pipe_dir(mps_claim_resource(uid));
+  const std::string share = key + mps_container_pipe_dir(mps_claim_resource(share_daemon_name("")));
+  const std::string share_head = share.substr(0, share.size() - std::string("/pipe").size());
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + key.size())) {
+    if (text.compare(at, own.size(), own) == 0 && (text.size() == at + own.size() || text[at + own.size()] == '"')) {
+      out.own_mps = true;
+      continue;
+    }
+    if (text.compare(at, share_head.size(), share_head) != 0) continue;
+    const size_t start = at + share_head.size();
+    const size_t end = text.find("/pipe", start);
+    if (end == std::string::npos || end - start > 128) continue;
+    std::string uuid = text.substr(start, end - start);
+    if (uuid.empty() || !std::all_of(uuid.begin(), uuid.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+        }))
+      continue;
+    if (std::find(out.share_gpus.begin(), out.share_gpus.end(), uuid) == out.share_gpus.end())
+      out.share_gpus.push_back(std::move(uuid));
+  }
   return out;
 }
 
@@ -154,104 +142,6 @@ bool ClaimStore::load_own() {
   return true;
 }
 
-void ClaimStore::adopt_nvidia_claims() {
-  if (options_.driver != kNvidiaDriverName) return;
-  const fs::path own(options_.checkpoint_path);
-  if (own.filename() == kNvidiaCheckpointFile) return;  // never read kgpu's own file as NVIDIA's
-  const std::string path = (own.parent_path() / kNvidiaCheckpointFile).string();
-  const std::string what = "NVIDIA's DRA driver's checkpoint " + path;
-  auto unreadable = [&](const std::string& why) {
-    warnings_.push_back(
-        "DRA: " + what + " " + why +
-        "; it is left as it is, and the GPUs of the claims NVIDIA's driver prepared are NOT known: a GPU a running "
-        "pod got from NVIDIA's driver may be prepared for another claim. Check the file, and move it away once "
-        "those pods are gone");
-  };
-  auto text = read_regular_file(path, kMaxNvidiaCheckpointBytes, FollowLinks::No);
-  if (!text) {
-    if (text.error().code != Error::Code::NotFound) unreadable("cannot be read (" + text.error().message + ")");
-    return;
-  }
-  auto checkpoint = parse_nvidia_checkpoint(*text, options_.driver);
-  if (!checkpoint) return unreadable("is not understood (" + checkpoint.error().message + ")");
-  for (const auto& s : checkpoint->skipped) warnings_.push_back("DRA: " + what + ": " + s + "; passed over");
-
-  const bool this_boot = written_since_boot(path);
-  size_t adopted = 0, known = 0, stale = 0, half = 0;
-  for (const auto& c : checkpoint->claims) {
-    if (claims_.contains(c.uid)) {
-      ++known;
-      continue;
-    }
-    const std::string spec_file = nvidia_claim_spec_file(options_.driver, c.uid);
-    const bool spec = regular_file_exists(spec_path(spec_file));
-    if (!c.completed) {
-      // No container got anything from a prepare that never answered. Its spec (NVIDIA's driver
-      // writes it before recording completion) would clash with the one kgpu writes when the
-      // kubelet retries: the same CDI device names.
-      if (spec) (void)remove_file(spec_path(spec_file));
-      if (c.allocated.empty() || (!spec && !this_boot)) continue;
-      ++half;
-      warnings_.push_back("DRA: claim " + c.uid +
-                          ", which NVIDIA's DRA driver began to prepare but never finished, is allocated " +
-                          join(c.allocated) +
-                          "; those devices stay held until the kubelet prepares or unprepares it");
-      recovered_[c.uid] = c.allocated;
-      half_prepared_.insert(c.uid);
-      continue;
-    }
-    if (!spec && !this_boot) {
-      ++stale;
-      continue;
-    }
-    PreparedClaim p;
-    p.ref = {c.uid, c.ns, c.name};
-    p.driver = options_.driver;
-    p.devices = c.devices;
-    p.cdi_spec_file = spec_file;
-    std::vector<std::string> held;
-    for (const auto& d : p.devices) held.push_back(d.device + (d.gpu_uuid.empty() ? "" : " (" + d.gpu_uuid + ")"));
-    std::string line = "DRA: took over claim " + c.uid +
-                       (c.name.empty() ? "" : " (" + c.ns + "/" + c.name + ")") +
-                       ", which NVIDIA's DRA driver prepared" +
-                       (c.pods.empty() ? "" : " for pod " + join(c.pods)) + ": " +
-                       (held.empty() ? "no devices" : join(held)) +
-                       " stay held until the kubelet unprepares it, which removes NVIDIA's CDI spec " + spec_file +
-                       (spec ? "" : " (already missing: a repeated prepare writes kgpu's own)");
-    if (!c.mps_control_daemon.empty() || c.has_config)
-      line += "; its sharing (" +
-              (c.mps_control_daemon.empty() ? std::string("the claim's opaque device configs")
-                                            : "MPS control daemon " + c.mps_control_daemon) +
-              ") is NOT taken over: kgpu neither applies nor undoes what NVIDIA's driver set up for it";
-    warnings_.push_back(std::move(line));
-    claims_.emplace(c.uid, std::move(p));
-    ++adopted;
-  }
-
-  std::string summary = "DRA: " + what + ": " + std::to_string(adopted) + " prepared claims taken over";
-  if (known) summary += ", " + std::to_string(known) + " already in kgpu's checkpoint";
-  if (half) summary += ", " + std::to_string(half) + " half-prepared ones' devices held";
-  if (stale)
-    summary += ", " + std::to_string(stale) +
-               " dropped (prepared before the node rebooted: no CDI spec, and the file is older than this boot)";
-  if (adopted)
-    if (auto st = save_locked(); !st) {
-      warnings_.push_back(summary + "; they could not be recorded in kgpu's checkpoint (" + st.error().message +
-                          "), so the file is left in place and read again at the next start");
-      return;
-    }
-  std::string aside = path + ".adopted-by-kgpu-" + utc_stamp();
-  std::error_code ec;
-  for (int n = 1; fs::exists(fs::symlink_status(aside, ec)) && n < 100; ++n)
-    aside = path + ".adopted-by-kgpu-" + utc_stamp() + "-" + std::to_string(n);
-  fs::rename(path, aside, ec);
-  if (ec)
-    warnings_.push_back(summary + "; the file could not be renamed (" + ec.message() +
-                        ") and is read again at the next start: remove it by hand");
-  else
-    warnings_.push_back(summary + "; the file is now " + aside + ", never read again");
-}
-
 void ClaimStore::set_aside(const std::string& why, bool newer) {
   const std::string& path = options_.checkpoint_path;
   std::string aside = path + ".corrupt-" + utc_stamp();
@@ -301,20 +191,31 @@ void ClaimStore::recover_from_cdi_specs() {
     warnings_.push_back("DRA: claim " + uid + " is not in the checkpoint but its CDI spec " + it->path().string() +
                         " holds " + list + "; those devices stay held until the kubelet prepares or unprepares it");
     recovered_[uid] = std::move(*devices);
+    if (auto sharing = spec_sharing(*text, uid); sharing.own_mps || !sharing.share_gpus.empty())
+      recovered_sharing_[uid] = std::move(sharing);
   }
 }
 
 void ClaimStore::remove_stale_temporaries() {
-  // write_file_atomically's temporaries (".<name>.kgpu-<random>") that a SIGKILL left behind.
+  // write_file_atomically's temporaries (".<name>.kgpu-<random>") that a SIGKILL left behind: the
+  // checkpoint's, and the per-claim CDI specs' (issue 38, item 5). No other process writes these
+  // names, and none of this driver's writes runs before this store exists.
   const fs::path path(options_.checkpoint_path);
-  const std::string head = "." + path.filename().string() + ".kgpu-";
+  remove_stale_temporaries_in(path.parent_path().empty() ? fs::path(".") : path.parent_path(),
+                              "." + path.filename().string() + ".kgpu-", "");
+  const std::string spec = claim_cdi_spec_file(options_.driver, "");  // "k8s.<driver>-claim_.json"
+  const std::string head = spec.substr(0, spec.size() - std::string(".json").size());
+  remove_stale_temporaries_in(options_.cdi_dir, "." + head, ".json.kgpu-");
+}
+
+void ClaimStore::remove_stale_temporaries_in(const fs::path& dir, const std::string& head, const std::string& infix) {
   std::error_code ec;
-  fs::directory_iterator it(path.parent_path().empty() ? fs::path(".") : path.parent_path(), ec);
+  fs::directory_iterator it(dir, ec);
   if (ec) return;
   for (const auto end = fs::directory_iterator(); it != end; it.increment(ec)) {
     if (ec) break;
     const std::string name = it->path().filename().string();
-    if (!name.starts_with(head)) continue;
+    if (!name.starts_with(head) || (!infix.empty() && name.find(infix, head.size()) == std::string::npos)) continue;
     std::error_code st;
     if (!fs::is_regular_file(it->symlink_status(st))) continue;
     fs::remove(it->path(), st);
@@ -434,6 +335,24 @@ std::optional<std::string> ClaimStore::share_overflow_locked(const PreparedClaim
   return std::nullopt;
 }
 
+// kgpu.dra.sharing.memory.oneNamespacePerGpu: the shares of one GPU are one trust domain (one MPS
+// server), so the operator may keep each GPU's shares within one namespace. A share recorded
+// without a namespace (adopted, recovered) is not counted.
+std::optional<std::string> ClaimStore::share_namespace_conflict_locked(const PreparedClaim& claim) const {
+  if (!devices_ || !devices_->config.dra.memory_sharing.one_namespace_per_gpu) return std::nullopt;
+  for (const auto& mine : claim.shares)
+    for (const auto& [uid, other] : claims_) {
+      if (uid == claim.ref.uid || other.ref.ns.empty() || other.ref.ns == claim.ref.ns) continue;
+      for (const auto& theirs : other.shares)
+        if (theirs.gpu_uuid == mine.gpu_uuid)
+          return "device " + mine.device + " (GPU " + mine.gpu_uuid + ") holds memory shares of namespace " +
+                 other.ref.ns + " (" + describe(other.ref) + "), and this claim is of namespace " + claim.ref.ns +
+                 ": kgpu.dra.sharing.memory.oneNamespacePerGpu keeps a GPU's shares within one namespace (they "
+                 "share one MPS server); it takes this namespace's shares once those are unprepared";
+    }
+  return std::nullopt;
+}
+
 std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& claim) const {
   for (const auto& mine : claim.devices)
     for (const auto& [uid, other] : claims_) {
@@ -472,6 +391,7 @@ std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& clai
       }
     }
   if (auto over = share_overflow_locked(claim)) return over;
+  if (auto other = share_namespace_conflict_locked(claim)) return other;
   for (const auto& mine : claim.devices) {
     if (mine.admin_access) continue;
     for (const auto& [uid, held] : recovered_)
@@ -480,8 +400,18 @@ std::optional<std::string> ClaimStore::conflict_locked(const PreparedClaim& clai
                (half_prepared_.contains(uid)
                     ? ", which NVIDIA's DRA driver began to prepare (its checkpoint); it stays held until the kubelet "
                       "prepares or unprepares that claim"
-                    : ", which the checkpoint does not record (it was unreadable) but whose CDI spec in " +
+                    : ", which the checkpoint does not record (or not so) but whose CDI spec in " +
                           options_.cdi_dir + " names it; it stays held until the kubelet unprepares that claim");
+    if (recovered_minors_.empty() || !devices_) continue;
+    int minor = -1;
+    for (const auto& g : devices_->inventory.gpus)
+      if (g.uuid == mine.gpu_uuid) minor = g.minor;
+    if (minor < 0) continue;
+    for (const auto& [uid, minors] : recovered_minors_)
+      if (uid != claim.ref.uid && minors.contains(minor))
+        return "device " + mine.device + " is on GPU " + mine.gpu_uuid + " (/dev/nvidia" + std::to_string(minor) +
+               "), which NVIDIA's DRA driver's CDI spec for claim " + uid + " in " + options_.cdi_dir +
+               " gives that claim's containers; it stays held until the kubelet unprepares that claim";
   }
   return std::nullopt;
 }
@@ -498,7 +428,12 @@ std::optional<std::string> ClaimStore::pending_reset_conflict_locked(const Prepa
 }
 
 Result<PreparedClaim> ClaimStore::durable_locked(std::unique_lock<std::mutex>& lock, const ClaimRef& ref) {
-  if (auto st = flush(lock); !st) return Error::unavailable("cannot prepare " + describe(ref) + ": " + st.error().message);
+  // Only this claim's record must be on disk: a write of someone else's change that failed (a full
+  // disk) must not fail a repeated prepare that has nothing to write (issue 38, item 5).
+  const auto change = last_change_.find(ref.uid);
+  Status st = frozen_ ? Status(Error::unavailable(frozen_reason_))
+                      : write_covering(lock, change == last_change_.end() ? 0 : change->second, [] {});
+  if (!st) return Error::unavailable("cannot prepare " + describe(ref) + ": " + st.error().message);
   auto it = claims_.find(ref.uid);
   if (it == claims_.end() || removing_.contains(ref.uid))
     return Error::unavailable("cannot prepare " + describe(ref) + ": another call changed its record meanwhile; retry");
@@ -573,7 +508,10 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
 
   std::optional<PreparedClaim> previous;
   if (auto it = claims_.find(ref.uid); it != claims_.end()) previous = it->second;
+  std::optional<uint64_t> previous_change;
+  if (auto it = last_change_.find(ref.uid); it != last_change_.end()) previous_change = it->second;
   claims_[ref.uid] = result;
+  last_change_[ref.uid] = version_ + 1;  // the version commit() gives this change
   // A GPU this claim time-slices gets the claim's interval from the caller next: a reset still
   // pending for it would undo that later.
   std::map<std::string, TimeSliceSetting> superseded;
@@ -584,6 +522,8 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   auto undo = [&] {
     // Not recorded means not prepared: leave no spec behind that nothing would remove.
     pending_resets_.merge(superseded);
+    if (previous_change) last_change_[ref.uid] = *previous_change;
+    else last_change_.erase(ref.uid);
     if (previous) claims_[ref.uid] = *previous;
     else {
       claims_.erase(ref.uid);
@@ -593,6 +533,8 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   if (auto st = commit(lock, undo); !st)
     return Error::unavailable("cannot prepare " + describe(ref) + ": " + st.error().message);
   recovered_.erase(ref.uid);
+  recovered_minors_.erase(ref.uid);
+  recovered_sharing_.erase(ref.uid);
   return result;
 }
 
@@ -609,8 +551,11 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
   if (it == claims_.end() && options_.driver == kNvidiaDriverName)
     if (auto st = remove_file(spec_path(nvidia_claim_spec_file(options_.driver, uid))); !st)
       return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
-  recovered_.erase(uid);  // its spec is gone: its devices are free
-  if (it == claims_.end()) return std::optional<PreparedClaim>();
+  if (it == claims_.end()) return unprepare_unrecorded_locked(lock, uid);
+  // Its spec is gone: what the specs on disk held for it (an adopted claim's NVIDIA spec) is free.
+  recovered_.erase(uid);
+  recovered_minors_.erase(uid);
+  recovered_sharing_.erase(uid);
   if (removing_.contains(uid)) return Error::unavailable("claim " + uid + " is being unprepared by another call");
   std::optional<PreparedClaim> released = it->second;
   // Held (for the conflict check) until the write that forgets it succeeded.
@@ -632,7 +577,55 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
   if (auto st = commit(lock, undo); !st)
     return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
   claims_.erase(uid);
+  last_change_.erase(uid);
   removing_.erase(uid);
+  return released;
+}
+
+// A claim the checkpoint does not record (its spec is gone now). One recovered from its own CDI
+// spec may have had an MPS daemon and its GPUs' compute mode set: what that spec showed is given
+// back as a released claim for the caller to undo, and its full GPUs that no other claim sets go
+// back to the defaults (pending resets, issue 38 item 2).
+Result<std::optional<PreparedClaim>> ClaimStore::unprepare_unrecorded_locked(std::unique_lock<std::mutex>& lock,
+                                                                               const std::string& uid) {
+  std::optional<PreparedClaim> released;
+  if (auto sharing = recovered_sharing_.find(uid); sharing != recovered_sharing_.end()) {
+    PreparedClaim c;
+    c.ref.uid = uid;
+    c.driver = options_.driver;
+    if (sharing->second.own_mps) {
+      c.mps = MpsClaimRequest{};
+      c.mps->claim_uid = uid;
+      // Its daemon set EXCLUSIVE_PROCESS on the claim's full GPUs.
+      if (auto held = recovered_.find(uid); held != recovered_.end() && devices_)
+        for (const auto& name : held->second)
+          for (const auto& gpu : devices_->inventory.gpus)
+            if (gpu_device_name(gpu) == name) c.exclusive_gpus.push_back(gpu.uuid);
+    }
+    for (const auto& uuid : sharing->second.share_gpus) {
+      MpsClaimRequest daemon;
+      daemon.claim_uid = share_daemon_name(uuid);
+      daemon.visible_devices = {uuid};
+      c.share_daemons.push_back(std::move(daemon));
+      if (std::find(c.exclusive_gpus.begin(), c.exclusive_gpus.end(), uuid) == c.exclusive_gpus.end())
+        c.exclusive_gpus.push_back(uuid);
+    }
+    released = std::move(c);
+  }
+  recovered_.erase(uid);  // its spec is gone: its devices are free
+  recovered_minors_.erase(uid);
+  recovered_sharing_.erase(uid);
+  if (!released) return released;
+  std::vector<PreparedClaim> remaining;
+  for (const auto& [other_uid, c] : claims_)
+    if (!removing_.contains(other_uid)) remaining.push_back(c);
+  bool added = false;
+  for (auto& reset : time_slices_to_reset(remaining, *released)) {
+    std::string uuid = reset.gpu_uuid;
+    added = pending_resets_.emplace(std::move(uuid), std::move(reset)).second || added;
+  }
+  // Best effort to record: the caller runs the resets now, and retries the ones that fail.
+  if (added) (void)commit(lock, [] {});
   return released;
 }
 

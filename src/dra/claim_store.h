@@ -20,6 +20,7 @@
 // (reset_done()). One that failed, or that a killed kgpu never ran, stays pending across restarts:
 // the caller retries it, and until it succeeds a claim using that GPU without setting an interval
 // of its own is refused (the next tenant never inherits another's interval).
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,9 +36,16 @@
 #include "core/result.h"
 #include "dra/claim.h"
 #include "dra/dra_device.h"
+#include "dra/nvidia_checkpoint.h"
 #include "dra/prepare.h"
 
 namespace kgpu::dra {
+
+// What a per-claim CDI spec found on disk shows of the claim's MPS (recover_from_cdi_specs).
+struct RecoveredSharing {
+  bool own_mps = false;                 // a client of the claim's own control daemon
+  std::vector<std::string> share_gpus;  // UUIDs of the shared GPUs whose daemon it is a client of
+};
 
 // GET /apis/resource.k8s.io/<version>/namespaces/<ns>/resourceclaims/<name>: the body, or an error.
 using ClaimFetch = std::function<Result<std::string>(const std::string& ns, const std::string& name)>;
@@ -76,7 +84,8 @@ class ClaimStore {
   // (corrupt, cut short, a link, FIFO or folder at the path, another version): the bad file is kept
   // aside as <path>.corrupt-<UTC time>, never overwritten (when it cannot be moved, the checkpoint
   // is never written and every prepare is refused), with a warning naming both paths; a newer
-  // version's warning says so. Temporary files a killed write left next to it are removed.
+  // version's warning says so. Temporary files a killed write left next to it, and next to the
+  // per-claim CDI specs, are removed.
   // Then, except after a reboot, the record is rebuilt from what is on disk: every per-claim CDI
   // spec of this driver in the CDI folder whose claim the checkpoint does not hold marks that
   // claim's devices as held (recovered_claims()); a prepare of another claim touching one is
@@ -100,8 +109,14 @@ class ClaimStore {
   // control daemons, time-slicing) is neither reproduced nor undone: warned per claim. Once kgpu's
   // checkpoint holds the adopted claims, NVIDIA's file is renamed to
   // checkpoint.json.adopted-by-kgpu-<UTC time>, so neither kgpu nor a reinstalled NVIDIA driver acts
-  // on it again. Unreadable, it is left in place with a warning: the GPUs its claims hold are not
-  // known, and kgpu serves anyway.
+  // on it again. Whatever the file holds (issue 38), every GPU that one of NVIDIA's per-claim CDI
+  // specs in the CDI folder gives its containers (nvidia_claim_spec.h: its device names and its
+  // /dev/nvidia<N> nodes, the whole GPU) is held for a claim kgpu does not record, until the kubelet
+  // prepares or unprepares it. A claim entry that does not parse is passed over with a warning and
+  // the others are adopted; an unreadable file (cut short, a link: never followed) is left in place
+  // with a warning; one holding a section of an unknown version ("v3") is left in place too (a
+  // newer kgpu reads it), and since it is read again at each start, only its claims whose NVIDIA
+  // spec still exists are adopted (an unprepared claim is never adopted again).
   ClaimStore(ClaimStoreOptions options, ClaimFetch fetch);
 
   void set_devices(std::shared_ptr<const NodeDevices> devices);
@@ -112,6 +127,8 @@ class ClaimStore {
   Result<PreparedClaim> prepare(const ClaimRef& ref);
 
   // The claim that was released (nullopt: it was not prepared), so the caller can undo its sharing.
+  // A claim recovered from its CDI spec (not in the checkpoint) is released with the sharing its
+  // spec shows (its MPS daemon, the shared GPUs' daemons, their full GPUs' compute mode to reset).
   Result<std::optional<PreparedClaim>> unprepare(const std::string& uid);
 
   // Time-slice resets still to run, in GPU UUID order (see above).
@@ -131,9 +148,15 @@ class ClaimStore {
   void load();
   bool load_own();  // false: kgpu's checkpoint is from another boot (nothing is recovered)
   void adopt_nvidia_claims();
+  void adopt_nvidia_checkpoint(const std::string& path, const NvidiaCheckpoint& checkpoint);
+  void hold_nvidia_specs();
   void set_aside(const std::string& why, bool newer);
   void recover_from_cdi_specs();
+  Result<std::optional<PreparedClaim>> unprepare_unrecorded_locked(std::unique_lock<std::mutex>& lock,
+                                                                   const std::string& uid);
   void remove_stale_temporaries();
+  // Removes the regular files in `dir` whose names start with `head` and hold `infix` after it.
+  void remove_stale_temporaries_in(const std::filesystem::path& dir, const std::string& head, const std::string& infix);
   Status save_locked() const;  // start-up only (load): no other thread yet
   // Makes the record durable as it is after the caller's change, made under `lock` (held on entry
   // and on return). Writers queue on save_mu_, and one write takes every change made before it
@@ -151,6 +174,7 @@ class ClaimStore {
   std::string spec_path(const std::string& file) const;
   std::optional<std::string> conflict_locked(const PreparedClaim& claim) const;
   std::optional<std::string> share_overflow_locked(const PreparedClaim& claim) const;
+  std::optional<std::string> share_namespace_conflict_locked(const PreparedClaim& claim) const;
   std::optional<std::string> pending_reset_conflict_locked(const PreparedClaim& claim) const;
 
   const ClaimStoreOptions options_;
@@ -166,7 +190,14 @@ class ClaimStore {
   uint64_t version_ = 0;  // bumped by each change commit() makes durable
   std::mutex save_mu_;    // one checkpoint writer at a time; taken before mu_, never after
   uint64_t saved_version_ = 0;  // under save_mu_: the version the checkpoint file holds
+  // UID -> the version whose write records that claim as it is now (absent: as loaded): a repeated
+  // prepare waits for that write only, not for every change made since.
+  std::map<std::string, uint64_t> last_change_;
   std::map<std::string, std::vector<std::string>> recovered_;  // UID -> device names, from CDI specs
+  // UID -> /dev/nvidia<N> minors that NVIDIA's CDI spec for the claim gives its containers: every
+  // device on those GPUs is held (NVIDIA's device names may not be kgpu's).
+  std::map<std::string, std::set<int>> recovered_minors_;
+  std::map<std::string, RecoveredSharing> recovered_sharing_;  // UID -> its spec's MPS, from kgpu's own specs
   std::map<std::string, TimeSliceSetting> pending_resets_;     // by GPU UUID
   // An adopted MIG device from an NVIDIA checkpoint older than v25.12 names its own UUID, not its
   // parent's (PreparedDevice::gpu_uuid "MIG-..."): where the inventory puts it, by MIG UUID.

@@ -94,7 +94,9 @@ ClaimCalls::Call prepare_call(const ClaimHandler& handler, const wire::NodePrepa
       out->set_error(describe(why));
       spdlog::warn("DRA: claim {}/{} ({}) not prepared: {}", ref.ns, ref.name, ref.uid, describe(why));
     };
-    call.tasks.push_back({ref.uid, std::move(run), std::move(skip)});
+    // A claim already prepared is answered from the record: no API round trip (claim_calls.h).
+    const Lane lane = handler.prepared && handler.prepared(ref) ? Lane::Local : Lane::Api;
+    call.tasks.push_back({ref.uid, std::move(run), std::move(skip), lane, ref.ns});
   }
   return call;
 }
@@ -123,7 +125,8 @@ ClaimCalls::Call unprepare_call(const ClaimHandler& handler, const wire::NodeUnp
       out->set_error(describe(why));
       spdlog::warn("DRA: claim {} not unprepared: {}", ref.uid, describe(why));
     };
-    call.tasks.push_back({ref.uid, std::move(run), std::move(skip)});
+    // An unprepare never reads the API server.
+    call.tasks.push_back({ref.uid, std::move(run), std::move(skip), Lane::Local, ref.ns});
   }
   return call;
 }
@@ -143,7 +146,8 @@ KubeletPlugin::KubeletPlugin(KubeletPluginOptions options, ClaimHandler handler,
     : options_(std::move(options)),
       handler_(std::move(handler)),
       transport_(std::move(transport)),
-      calls_(ClaimCallsOptions{options_.claim_threads, options_.call_budget, "kgpu-dra"}) {}
+      calls_(ClaimCallsOptions{options_.claim_threads, options_.call_budget, "kgpu-dra",
+                               options_.local_claim_threads}) {}
 
 KubeletPlugin::~KubeletPlugin() { stop(); }
 

@@ -8,9 +8,10 @@
 // kubelet restart needs nothing from us. Prepare and unprepare may wait on the API server,
 // nvidia-smi or an MPS daemon, so they never run on the transport's thread: each call is split
 // into one task per claim on a ClaimCalls pool (dra/claim_calls.h). Tasks of one claim UID run one
-// at a time in arrival order; different claims run in parallel (at most `claim_threads` at once),
-// so a claim that hangs delays only later calls for that claim, never another claim's prepare or
-// unprepare. A call is answered once each of its claims is done; a claim that could not start
+// at a time in arrival order; different claims run in parallel, a call that needs no API round trip
+// (an unprepare, a repeated prepare) in a lane of its own and prepares that read the API server
+// shared fairly between namespaces, so a claim that hangs delays only later calls for that claim,
+// never another claim's prepare or unprepare. A call is answered once each of its claims is done; a claim that could not start
 // within the call's budget (below the kubelet's 45 s deadline), or whose caller has gone (the
 // kubelet cancelled or timed out), is answered with an error without running (the kubelet calls
 // again). The pool's threads exist only while claims are queued or running: the first call starts
@@ -38,6 +39,9 @@ namespace kgpu::dra {
 struct ClaimHandler {
   std::function<Result<std::vector<PreparedDevice>>(const ClaimRef&)> prepare;
   std::function<Status(const ClaimRef&)> unprepare;
+  // Whether a prepare of this claim is answered without reading the API server (it is prepared
+  // already): such a prepare runs in the Local lane (claim_calls.h). Unset: never.
+  std::function<bool(const ClaimRef&)> prepared;
 };
 
 struct KubeletPluginOptions {
@@ -46,8 +50,10 @@ struct KubeletPluginOptions {
   // Called (on the transport's thread; must not block) each time the kubelet confirms the
   // registration: after a kubelet restart it may have dropped the node's ResourceSlices.
   std::function<void()> on_registered;
-  // Claims handled at once (threads of the pool, each started on demand, ending when idle).
+  // Claims handled at once (threads of the pool, each started on demand, ending when idle): those
+  // that read the API server, and those that need no API round trip (claim_calls.h).
   size_t claim_threads = 8;
+  size_t local_claim_threads = 8;
   // From a call's arrival until its last claim may start; below the kubelet's 45 s deadline.
   std::chrono::milliseconds call_budget{40'000};
 };

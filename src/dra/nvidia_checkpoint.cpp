@@ -16,6 +16,12 @@ namespace {
 
 using nlohmann::json;
 
+// "v1", "V3", "v12": a section of some version of NVIDIA's format.
+bool is_version_key(std::string_view key) {
+  return key.size() >= 2 && (key[0] == 'v' || key[0] == 'V') &&
+         std::all_of(key.begin() + 1, key.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 bool ascii_iequal(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            auto lower = [](char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; };
@@ -23,7 +29,8 @@ bool ascii_iequal(std::string_view a, std::string_view b) {
          });
 }
 
-// The reading of one file: the first error, with where it is ("v2.preparedClaims[\"<uid>\"]...").
+// The reading of one file: the first error of the part being read, with where it is
+// ("v2.preparedClaims[\"<uid>\"]...").
 class Reader {
  public:
   explicit Reader(std::string driver) : driver_(std::move(driver)) {}
@@ -31,30 +38,43 @@ class Reader {
   bool failed() const { return error_.has_value(); }
   const std::string& error() const { return *error_; }
 
+  // Whole-file errors (the root not an object) give nullopt. Everything below is read per part: a
+  // section or claim entry that cannot be read is passed over, with why, in `skipped`, and the
+  // rest is still read (one bad entry must not drop every other claim's hold).
   std::optional<NvidiaCheckpoint> read(const json& root) {
     if (!root.is_object()) return fail("the file", "a JSON object"), std::nullopt;
     std::map<std::string, NvidiaClaim> claims;
     NvidiaCheckpoint out;
+    for (const auto& [key, value] : root.items())
+      if (is_version_key(key) && !ascii_iequal(key, "v1") && !ascii_iequal(key, "v2") && !value.is_null())
+        out.unknown_sections.push_back(key);
+    auto pass_over = [&] {
+      out.skipped.push_back(*error_ + "; passed over");
+      error_.reset();
+    };
     for (const std::string section : {"v2", "v1"}) {
       const json* s = object(root, section, section);
+      if (failed()) pass_over();
       if (!s) continue;
       const std::string where = section + ".preparedClaims";
       const json* prepared = object(*s, "preparedClaims", where);
+      if (failed()) pass_over();
       if (!prepared) continue;
       for (const auto& [uid, entry] : prepared->items()) {
         const std::string at = where + "[" + quote_text(uid) + "]";
         if (!is_safe_claim_uid(uid)) {
-          out.skipped.push_back(at + ": " + quote_text(uid) + " is not a Kubernetes UID");
+          out.skipped.push_back(at + ": " + quote_text(uid) + " is not a Kubernetes UID; passed over");
           continue;
         }
         if (claims.contains(uid)) continue;  // "v1" repeats the completed claims of "v2"
         auto claim = read_claim(uid, entry, at, section);
-        if (failed()) return std::nullopt;
+        if (failed()) {
+          pass_over();
+          continue;
+        }
         claims.emplace(uid, std::move(claim));
       }
-      if (failed()) return std::nullopt;
     }
-    if (failed()) return std::nullopt;
     for (auto& [uid, c] : claims) out.claims.push_back(std::move(c));
     return out;
   }

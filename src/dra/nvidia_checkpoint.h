@@ -63,15 +63,22 @@ struct NvidiaClaim {
 
 struct NvidiaCheckpoint {
   std::vector<NvidiaClaim> claims;  // in UID order; a UID in both sections is taken from "v2"
-  std::vector<std::string> skipped;  // entries passed over, each with why (an unsafe UID)
+  // Sections and claim entries passed over, each with where and why (an unsafe UID, a field of the
+  // wrong type, a device entry without a device name or pool). A claim entry of "v2" passed over
+  // is taken from "v1" when that holds it.
+  std::vector<std::string> skipped;
+  // Sections of a version this reader does not know ("v3", ...): a newer driver's, whose claims
+  // are not read (the file must not be consumed).
+  std::vector<std::string> unknown_sections;
   bool operator==(const NvidiaCheckpoint&) const = default;
 };
 
 // `driver` picks the allocation results and configs that are this driver's ("gpu.nvidia.com").
-// Errors (Error::invalid, never an exception) name the place: not JSON, nested deeper than
-// kMaxJsonDepth, larger than kMaxNvidiaCheckpointBytes, not an object, a field of the wrong type,
-// a device entry without a device name or pool. One such error refuses the whole file, as NVIDIA's
-// own reader would.
+// Errors (Error::invalid, never an exception) refuse the whole file only when nothing of it can
+// be read: not JSON (a file cut short), nested deeper than kMaxJsonDepth, larger than
+// kMaxNvidiaCheckpointBytes, not an object. Anything wrong further in is per entry (`skipped`):
+// unlike NVIDIA's own reader, which refuses the file, every claim that can be read is, because
+// each one read holds GPUs (issue 38).
 Result<NvidiaCheckpoint> parse_nvidia_checkpoint(std::string_view text, const std::string& driver);
 
 // The per-claim CDI spec file NVIDIA's driver writes in the CDI folder:

@@ -205,14 +205,48 @@ class Preparer {
     if (!memory || *memory == 0)
       return Error::invalid(who_ + ": share " + quote_text(*r.share_id) + " of device " + r.device +
                             " consumes no memory; a memory share needs consumedCapacity.memory");
+    if (auto e = within_policy(d, r, "memory", *memory)) return *e;
     d.share_memory += *memory;
     const uint64_t* total = d.published->capacity_of("memory");
     if (total && d.share_memory > *total)
       return Error::invalid(who_ + ": its shares of device " + r.device + " consume " + binary_si_quantity(d.share_memory) +
                             ", more than the GPU's " + binary_si_quantity(*total));
     if (d.published->capacity_of("multiprocessors"))
-      if (auto sms = consumed("multiprocessors")) d.share_multiprocessors = d.share_multiprocessors.value_or(0) + *sms;
+      if (auto sms = consumed("multiprocessors")) {
+        if (auto e = within_policy(d, r, "multiprocessors", *sms)) return *e;
+        d.share_multiprocessors = d.share_multiprocessors.value_or(0) + *sms;
+      }
     return std::nullopt;
+  }
+
+  // A share's consumed amount of `name`, checked rather than trusted (issue 38, item 5): the
+  // scheduler only hands out what the published request policy allows (at least its minimum, the
+  // minimum plus whole steps) and at most the device's capacity; anything else was not allocated
+  // by it, and would give the share a limit nobody asked for (a 1-byte share became a 1 MiB MPS
+  // limit under a 1Gi minimum).
+  std::optional<Error> within_policy(const ClaimDevice& d, const AllocationResult& r, std::string_view name,
+                                     uint64_t amount) const {
+    const Capacity* cap = nullptr;
+    for (const auto& c : d.published->capacity)
+      if (c.name == name) cap = &c;
+    if (!cap) return std::nullopt;
+    const std::string what = who_ + ": share " + quote_text(*r.share_id) + " of device " + r.device + " consumes " +
+                             std::string(name) + " " + amount_text(name, amount);
+    if (amount > cap->value)
+      return Error::invalid(what + ", more than the device's " + amount_text(name, cap->value));
+    if (!cap->request_policy) return std::nullopt;
+    const CapacityRequestPolicy& p = *cap->request_policy;
+    if (amount < p.min)
+      return Error::invalid(what + ", below the minimum " + amount_text(name, p.min) +
+                            " of the device's request policy (the scheduler allocates no less)");
+    if (p.step > 0 && (amount - p.min) % p.step != 0)
+      return Error::invalid(what + ", not the policy's minimum " + amount_text(name, p.min) + " plus whole steps of " +
+                            amount_text(name, p.step) + " (the scheduler rounds a request up to one)");
+    return std::nullopt;
+  }
+  static std::string amount_text(std::string_view name, uint64_t amount) {
+    return name == "memory" ? binary_si_quantity(amount) + " (" + std::to_string(amount) + " bytes)"
+                            : std::to_string(amount);
   }
 
   // NVIDIA's choice: the highest-precedence config that fits the device. One for every request

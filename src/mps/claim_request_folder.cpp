@@ -102,4 +102,22 @@ std::vector<MpsDaemonSpec> MpsClaimRequestFolder::read() const {
   return specs;
 }
 
+std::vector<MpsDaemonSpec> MpsClaimRequestFolder::leftovers() const {
+  // Claim folders are <mpsRoot>/dra/<uid> (mps_claim_resource).
+  const fs::path claims = fs::path(mps_resource_dir(mps_root_, mps_claim_resource("x"))).parent_path();
+  std::vector<MpsDaemonSpec> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(claims, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string uid = it->path().filename().string();
+    std::error_code st;
+    if (!is_safe_claim_uid(uid) || !fs::is_directory(it->symlink_status(st))) continue;
+    struct stat request {};
+    if (::lstat(mps_claim_request_file(mps_root_, uid).c_str(), &request) == 0 || errno != ENOENT) continue;
+    out.push_back(mps_claim_daemon_spec(mps_root_, MpsClaimRequest{uid, {}, std::nullopt, {}}, shm_bytes_));
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    spdlog::error("mps-daemon: cannot list {}: {}", claims.string(), ec.message());
+  return out;
+}
+
 }  // namespace kgpu

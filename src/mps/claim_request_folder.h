@@ -25,6 +25,8 @@ class MpsClaimRequestFolder : public MpsDaemonSource {
   int fd() const override { return inotify_.get(); }  // readable after a change
   std::optional<std::vector<MpsDaemonSpec>> wanted() override;  // drains, then read()
   bool removes_released_folders() const override { return true; }
+  // The folders under <mpsRoot>/dra/ named by a claim UID with no request file (issue 38, item 2).
+  std::vector<MpsDaemonSpec> leftovers() const override;
 
   // One spec per valid request, in file-name order.
   std::vector<MpsDaemonSpec> read() const;

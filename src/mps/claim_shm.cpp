@@ -15,7 +15,10 @@ namespace kgpu {
 
 namespace fs = std::filesystem;
 
-uint64_t default_claim_shm_bytes(std::string_view meminfo) {
+namespace {
+
+// MemTotal in bytes, or 0 when missing or not as the kernel writes it.
+uint64_t mem_total_bytes(std::string_view meminfo) {
   constexpr std::string_view kKey = "MemTotal:";
   for (size_t start = 0; start < meminfo.size();) {
     size_t end = meminfo.find('\n', start);
@@ -30,10 +33,33 @@ uint64_t default_claim_shm_bytes(std::string_view meminfo) {
     // The kernel writes "MemTotal:  <n> kB"; anything else is not trusted.
     if (ec != std::errc() || std::string_view(rest, line.data() + line.size()) != " kB" || kib == 0 ||
         kib > (UINT64_MAX >> 10))
-      return kClaimShmFallbackBytes;
-    return std::max(kClaimShmMinBytes, (kib << 10) / 2);
+      return 0;
+    return kib << 10;
   }
-  return kClaimShmFallbackBytes;
+  return 0;
+}
+
+std::string mib_text(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+uint64_t default_claim_shm_bytes(std::string_view meminfo) {
+  const uint64_t total = mem_total_bytes(meminfo);
+  if (total == 0) return kClaimShmFallbackBytes;
+  return std::max(kClaimShmMinBytes, total / 2);
+}
+
+Status check_claim_shm_bytes(const std::string& flag, uint64_t bytes, std::string_view meminfo) {
+  const std::string given = "--claim-shm-size " + flag + " (" + std::to_string(bytes) + " bytes)";
+  if (bytes < kClaimShmMinBytes) return Error::invalid(given + " is below the 1 MiB a claim's /dev/shm needs");
+  const uint64_t total = mem_total_bytes(meminfo);
+  if (total != 0 && bytes > total)
+    return Error::invalid(given + " is more than the node's memory (" + mib_text(total) +
+                          "): one claim could fill the node's memory through its /dev/shm");
+  if (total == 0 && bytes > kClaimShmMaxBytes)
+    return Error::invalid(given + " is more than " + mib_text(kClaimShmMaxBytes) +
+                          " (the node's memory is unknown: /proc/meminfo has no MemTotal)");
+  return ok_status();
 }
 
 bool is_tmpfs_mount_point(const std::string& dir) {

@@ -26,6 +26,13 @@ inline constexpr uint64_t kClaimShmMinBytes = uint64_t{1} << 20;
 // its MPS daemons' tmpfs; kClaimShmFallbackBytes when MemTotal is missing or unreadable. Pure.
 uint64_t default_claim_shm_bytes(std::string_view meminfo);
 
+// --claim-shm-size as given (`flag`, for the error) and read (`bytes`), checked against sane bounds
+// (issue 38, item 5): at least kClaimShmMinBytes, and at most the node's memory (MemTotal of
+// /proc/meminfo's text; kClaimShmMaxBytes when that cannot be read): a tmpfs larger than the node
+// only lets one claim push the node into swap or the OOM killer. The error names the value. Pure.
+inline constexpr uint64_t kClaimShmMaxBytes = uint64_t{16} << 40;
+Status check_claim_shm_bytes(const std::string& flag, uint64_t bytes, std::string_view meminfo);
+
 // True when `dir` is the root of a tmpfs mounted there (not merely a folder on a tmpfs).
 bool is_tmpfs_mount_point(const std::string& dir);
 

@@ -23,6 +23,12 @@ class MpsDaemonSource {
   // A daemon no longer wanted takes its folder (pipe, log, markers) with it: a DRA claim's folder
   // belongs to the claim. A config resource's folder stays (its clients may still hold the path).
   virtual bool removes_released_folders() const { return false; }
+  // Folders of this source's daemons that nothing asks for now (a request withdrawn while the
+  // supervisor was down: a claim unprepared meanwhile), as the specs their daemons had (paths
+  // only): the supervisor sweeps them at its start — quits the daemon still listening there,
+  // unmounts the shared memory, removes the folder. A claim folder whose request is there
+  // (valid or not) is never one of them.
+  virtual std::vector<MpsDaemonSpec> leftovers() const { return {}; }
 };
 
 }  // namespace kgpu

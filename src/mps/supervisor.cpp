@@ -100,14 +100,32 @@ MpsSupervisor::~MpsSupervisor() = default;
 
 // A control daemon of an earlier run (the supervisor was killed) still owns the pipe folder: ask it
 // to quit through the control pipe, which reaches only a daemon listening there (never a PID).
-void MpsSupervisor::quit_leftover(const Daemon& d, int stop_fd) {
+void MpsSupervisor::quit_leftover(const MpsDaemonSpec& spec, int stop_fd) {
   struct stat st {};
-  if (::lstat(pid_file(d.spec).c_str(), &st) != 0) return;
-  spdlog::info("MPS control daemon for {}: found {} from an earlier run; sending quit", d.spec.resource,
-               pid_file(d.spec));
-  auto rc = mps::run_program({options_.control_binary}, daemon_env(d.spec), "quit\n", options_.command_timeout, stop_fd,
-                             d.spec.shm_dir);
-  if (!rc) spdlog::warn("MPS control daemon for {}: quit of an earlier daemon: {}", d.spec.resource, rc.error().message);
+  if (::lstat(pid_file(spec).c_str(), &st) != 0) return;
+  spdlog::info("MPS control daemon for {}: found {} from an earlier run; sending quit", spec.resource, pid_file(spec));
+  auto rc = mps::run_program({options_.control_binary}, daemon_env(spec), "quit\n", options_.command_timeout, stop_fd,
+                             spec.shm_dir);
+  if (!rc) spdlog::warn("MPS control daemon for {}: quit of an earlier daemon: {}", spec.resource, rc.error().message);
+}
+
+// Issue 38, item 2: a claim unprepared while no supervisor ran left its daemon listening, its
+// tmpfs mounted (by default half the node's memory) and its folder behind, for good.
+void MpsSupervisor::sweep(const MpsDaemonSource& source, int stop_fd) {
+  for (const auto& spec : source.leftovers()) {
+    if (stop_requested(stop_fd)) return;
+    spdlog::info("MPS control daemon for {}: {} no longer wants it (withdrawn while no supervisor ran); quitting "
+                 "what is left of it and removing {}",
+                 spec.resource, source.name(), mps_folder(spec).string());
+    quit_leftover(spec, stop_fd);
+    // The shared memory first: removing files under a mounted tmpfs would leave it mounted.
+    if (!spec.shm_dir.empty())
+      if (auto st = unmount_claim_shm(spec.shm_dir); !st)
+        spdlog::warn("MPS control daemon for {}: {}", spec.resource, st.error().message);
+    std::error_code ec;
+    fs::remove_all(mps_folder(spec), ec);
+    if (ec) spdlog::warn("MPS control daemon for {}: cannot remove its folder: {}", spec.resource, ec.message());
+  }
 }
 
 Status MpsSupervisor::start(Daemon& d, int stop_fd) {
@@ -122,7 +140,7 @@ Status MpsSupervisor::start(Daemon& d, int stop_fd) {
   // Before the daemon: its MPS server creates its segments there from the first client on.
   if (!s.shm_dir.empty())
     if (auto st = mount_claim_shm(s.shm_dir, s.shm_bytes); !st) return st.error();
-  quit_leftover(d, stop_fd);
+  quit_leftover(s, stop_fd);
   // Whatever is in the PID file now is not the daemon we are about to start.
   if (::unlink(pid_file(s).c_str()) != 0 && errno != ENOENT)
     return Error::unavailable("cannot remove " + pid_file(s) + ": " + std::strerror(errno));
@@ -270,6 +288,7 @@ Status MpsSupervisor::run(int stop_fd, int child_fd, const std::vector<MpsDaemon
     if (stop_requested(stop_fd)) break;
     try_start(d, stop_fd);
   }
+  for (auto* source : sources) sweep(*source, stop_fd);
   for (auto* source : sources) follow(*source, stop_fd);
 
   Status failure = ok_status();

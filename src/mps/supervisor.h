@@ -19,7 +19,9 @@
 // Sources (mps/daemon_source.h): besides the daemons it is built with, the supervisor follows
 // sources whose wanted daemons change while it runs (the config's resources, DRA claims): a new
 // spec starts its daemon, a changed one restarts it, a vanished one quits it (and, for a claim,
-// removes the claim's folder); the others keep running untouched. A daemon's failed start also
+// removes the claim's folder); the others keep running untouched. At start, what a source's
+// leftovers() names (a claim unprepared while no supervisor ran) is swept: its daemon quit through
+// its control pipe, its shared memory unmounted, its folder removed. A daemon's failed start also
 // writes the reason into its failure note when it has one (claims), for the prepare waiting on it.
 //
 // Shared memory: a claim's daemon gets its own size-limited tmpfs (mps/claim_shm.h), mounted
@@ -78,7 +80,8 @@ class MpsSupervisor {
   };
 
   Status start(Daemon& d, int stop_fd);
-  void quit_leftover(const Daemon& d, int stop_fd);
+  void quit_leftover(const MpsDaemonSpec& spec, int stop_fd);
+  void sweep(const MpsDaemonSource& source, int stop_fd);  // its leftovers(), at start
   void forget(Daemon& d);
   void stop_daemons(const std::vector<Daemon*>& which);
   void schedule_restart(Daemon& d);

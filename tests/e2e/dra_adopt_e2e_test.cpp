@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -131,6 +132,89 @@ TEST_F(DraAdoptE2E, ClaimsNvidiasDriverPreparedAreHeldAnsweredAndUnprepared) {
 
   plugin->signal(SIGTERM);
   EXPECT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);
+}
+
+// Issue 38, item 1: whatever NVIDIA's checkpoint.json holds (cut short, one bad claim entry among
+// good ones, a symlink, only a newer version's section), the GPU NVIDIA's per-claim CDI spec gives
+// a running pod is refused to another claim until the kubelet unprepares that claim. Today's main
+// prepared it for the other claim in all four cases.
+TEST_F(DraAdoptE2E, WhateverNvidiasCheckpointHoldsTheGpuItsSpecGivesIsNeverHandedOutTwice) {
+  fs::create_directories(cdi_dir);
+  FakeApiServer api("node-1", {});
+  auto plugin = start(dra_options(api, "0,1"));
+  ASSERT_TRUE(eventually([&] { return published_uuids(api).size() == 2; }, 20s)) << diagnostics(*plugin);
+  const auto [device, uuid] = *published_uuids(api).begin();
+  const auto [other_device, other_uuid] = *published_uuids(api).rbegin();
+  plugin->signal(SIGTERM);
+  ASSERT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);
+
+  const std::string kGood = "5a1e0b7c-0000-4000-8000-00000000900d";
+  const std::map<std::string, std::function<void()>> cases = {
+      {"truncated",
+       [&] {
+         const std::string text = read_text(nvidia_checkpoint());
+         std::ofstream(nvidia_checkpoint(), std::ios::trunc) << text.substr(0, text.size() / 2);
+       }},
+      {"one bad entry among good ones",
+       [&] {
+         auto file = nlohmann::json::parse(read_text(nvidia_checkpoint()));
+         for (const std::string section : {"v1", "v2"}) {
+           auto& claims = file[section]["preparedClaims"];
+           nlohmann::json good = claims[kAdopted];
+           good["preparedDevices"][0]["devices"][0]["gpu"]["info"]["uuid"] = other_uuid;
+           good["preparedDevices"][0]["devices"][0]["gpu"]["device"]["DeviceName"] = other_device;
+           claims[kGood] = good;
+           claims[kAdopted]["status"]["reservedFor"] = {"pod"};
+         }
+         std::ofstream(nvidia_checkpoint(), std::ios::trunc) << file.dump();
+       }},
+      {"a symlink",
+       [&] {
+         fs::rename(nvidia_checkpoint(), work.file("elsewhere.json"));
+         fs::create_symlink(work.file("elsewhere.json"), nvidia_checkpoint());
+       }},
+      {"v3 only",
+       [&] {
+         std::ofstream(nvidia_checkpoint(), std::ios::trunc)
+             << nlohmann::json{{"checksum", 1}, {"v3", {{"preparedClaims", {{kAdopted, 1}}}}}}.dump();
+       }},
+  };
+  int round = 0;
+  for (const auto& [name, spoil] : cases) {
+    SCOPED_TRACE(name);
+    write_nvidia_claim(device, uuid);
+    spoil();
+    plugin = start(dra_options(api, "0,1"));
+    sim::DraKubeletSim kubelet(work.path(), 34);
+    ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
+    const std::string other = "uid-other-" + std::to_string(++round);
+    api.put_resource_claim(claim(other, device, "other-" + std::to_string(round)));
+    std::string last_error;
+    auto refused = [&] {
+      auto answer = kubelet.prepare(kDriver, {{"team-a", "other-" + std::to_string(round), other}});
+      last_error = answer ? answer->at(other).error : answer.error().message;
+      return last_error.find(kAdopted) != std::string::npos;
+    };
+    ASSERT_TRUE(eventually(refused, 20s)) << last_error << "\n" << diagnostics(*plugin);
+    if (name == "one bad entry among good ones") {  // the good entry is taken over
+      EXPECT_NE(plugin->stderr_text().find("took over claim " + kGood), std::string::npos) << diagnostics(*plugin);
+    }
+    // The pod NVIDIA's driver served ends: the GPU is free.
+    auto unprepared = kubelet.unprepare(kDriver, {{"team-a", "nvidia-era", kAdopted}});
+    ASSERT_TRUE(unprepared) << unprepared.error().message;
+    EXPECT_FALSE(fs::exists(nvidia_spec()));
+    auto prepared = kubelet.prepare(kDriver, {{"team-a", "other-" + std::to_string(round), other}});
+    ASSERT_TRUE(prepared) << prepared.error().message;
+    EXPECT_EQ(prepared->at(other).error, "") << diagnostics(*plugin);
+    // Clean up for the next case: this round's claims go, and so does NVIDIA's file.
+    ASSERT_TRUE(kubelet.unprepare(kDriver, {{"team-a", "other-" + std::to_string(round), other}}));
+    ASSERT_TRUE(kubelet.unprepare(kDriver, {{"team-a", "good", kGood}}));
+    plugin->signal(SIGTERM);
+    ASSERT_EQ(plugin->wait_exit(10s), 0) << diagnostics(*plugin);
+    for (const auto& e : fs::directory_iterator(plugin_folder()))
+      if (e.path().filename().string().starts_with("checkpoint.json")) fs::remove(e.path());
+    fs::remove(work.file("elsewhere.json"));
+  }
 }
 
 }  // namespace

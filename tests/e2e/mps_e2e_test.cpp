@@ -144,10 +144,11 @@ TEST_F(MpsE2E, WithDraTheResourcesDaemonCoversOnlyTheDevicePluginsGpus) {
   EXPECT_EQ(count_of(control_log, "command set_default_device_pinned_mem_limit 2 "), 1u) << control_log;
 }
 
-// --claim-shm-size (issue 28, item 5) is a Kubernetes quantity of at least 1Mi: anything else stops
-// the supervisor at start with a message naming the flag, before it runs any daemon.
+// --claim-shm-size (issue 28, item 5) is a Kubernetes quantity of at least 1Mi and (issue 38, item
+// 5) at most the node's memory: anything else stops the supervisor at start with a message naming
+// the flag, before it runs any daemon.
 TEST_F(MpsE2E, ABadClaimShmSizeIsRefusedByName) {
-  for (const std::string& bad : {std::string("lots"), std::string("512Ki")}) {
+  for (const std::string& bad : {std::string("lots"), std::string("512Ki"), std::string("1Ei")}) {
     ProcessOptions options;
     options.argv = {kgpu_binary(), "mps-daemon", "--mps-root", work.file("mps-" + bad), "--claim-shm-size", bad};
     ChildProcess daemon(options, work.path(), "mps-daemon-" + bad);

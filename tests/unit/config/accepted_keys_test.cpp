@@ -225,6 +225,8 @@ const std::map<std::string, Change>& changes() {
        {"", "kgpu: {dra: {sharing: {memory: {multiprocessorsDefault: 4}}}}\n"}},
       {"kgpu.dra.sharing.memory.activeThreadPercentage",
        {"", "kgpu: {dra: {sharing: {memory: {activeThreadPercentage: 50}}}}\n"}},
+      {"kgpu.dra.sharing.memory.oneNamespacePerGpu",
+       {"", "kgpu: {dra: {sharing: {memory: {oneNamespacePerGpu: true}}}}\n"}},
       {"kgpu.health.enabled", {"", "kgpu: {health: {enabled: false}}\n"}},
       {"kgpu.health.xidsEnabled", {"", "kgpu: {health: {xidsEnabled: false}}\n"}},
       {"kgpu.health.ignoredXids", {"", "kgpu: {health: {ignoredXids: [1]}}\n"}},

@@ -75,7 +75,7 @@ TEST(DraSettings, MemorySharingLoadsAndBadPoliciesAreRefused) {
   const std::string head = "flags:\n  mpsRoot: /run/mps\nkgpu:\n  dra:\n    sharing:\n      memory:\n";
   const auto loaded = parse_config_text(head + "        gpus: [all]\n        requestPolicy: {default: 2Gi, min: 1Gi, step: "
                                                "512Mi}\n        multiprocessorsDefault: 4\n        "
-                                               "activeThreadPercentage: 25\n",
+                                               "activeThreadPercentage: 25\n        oneNamespacePerGpu: true\n",
                                         "c.yaml", false);
   const DraMemorySharing& m = loaded.config.dra.memory_sharing;
   EXPECT_EQ(m.gpus, std::vector<std::string>{"all"});
@@ -84,6 +84,8 @@ TEST(DraSettings, MemorySharingLoadsAndBadPoliciesAreRefused) {
   EXPECT_EQ(m.share_step, "512Mi");
   EXPECT_EQ(m.multiprocessors_default, 4u);
   EXPECT_EQ(m.active_thread_percentage, 25u);
+  EXPECT_TRUE(m.one_namespace_per_gpu);
+  EXPECT_FALSE(DraMemorySharing{}.one_namespace_per_gpu);
   EXPECT_EQ(errors_of(head + "        gpus: [0, GPU-4f5e]\n"), "");
 
   EXPECT_THAT(errors_of(head + "        gpus: [all, 0]\n"), HasSubstr("is either [all] or a list"));

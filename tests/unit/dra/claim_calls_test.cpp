@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -46,7 +48,8 @@ struct Board {
     cv.notify_all();
   }
 
-  ClaimCalls::Task task(const std::string& uid, const std::string& name) {
+  ClaimCalls::Task task(const std::string& uid, const std::string& name, Lane lane = Lane::Api,
+                        const std::string& tenant = "") {
     return {uid,
             [this, name] {
               std::unique_lock lock(mu);
@@ -61,7 +64,9 @@ struct Board {
               std::lock_guard lock(mu);
               skipped.emplace_back(name, why);
               cv.notify_all();
-            }};
+            },
+            lane,
+            tenant};
   }
   ClaimCalls::Call call(std::vector<ClaimCalls::Task> tasks, std::function<bool()> cancelled = {}) {
     ClaimCalls::Call c;
@@ -240,6 +245,92 @@ TEST(ClaimCallsTest, ACallWithoutClaimsIsAnsweredAtOnceAndRestartAcceptsCallsAga
   calls.restart();
   ASSERT_TRUE(calls.submit(b.call({b.task("uid-a", "a")})));
   ASSERT_TRUE(b.wait([&] { return b.calls_done == 2; }));
+}
+
+// Issue 38, item 3: 80 claims of one namespace whose API reads hang (as many calls) must not delay
+// an unprepare (no API round trip: the Local lane) nor another namespace's prepare.
+TEST(ClaimCallsTest, EightyHangingApiReadsDelayNeitherAnUnprepareNorAnotherTenantsPrepare) {
+  ClaimCalls calls;  // 8 Api threads, 6 of them at most for one tenant; 8 Local threads
+  Board b;
+  for (int i = 0; i < 80; ++i) {
+    const std::string name = "slow-" + std::to_string(i);
+    b.held.insert(name);
+    ASSERT_TRUE(calls.submit(b.call({b.task("uid-" + name, name, Lane::Api, "team-slow")})));
+  }
+  ASSERT_TRUE(b.wait([&] { return b.in_flight == 6; }));  // its bound in the Api lane
+  // The unprepare of an unrelated claim, and a repeated prepare, run at once.
+  auto t0 = Clock::now();
+  ASSERT_TRUE(calls.submit(b.call({b.task("uid-done", "unprepare", Lane::Local, "team-slow")})));
+  ASSERT_TRUE(b.wait([&] { return b.calls_done == 1; }));
+  const auto local_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  // Another namespace's first prepare finds an Api thread free.
+  t0 = Clock::now();
+  ASSERT_TRUE(calls.submit(b.call({b.task("uid-b", "team-b", Lane::Api, "team-b")})));
+  ASSERT_TRUE(b.wait([&] { return b.calls_done == 2; }));
+  const auto other_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  {
+    std::lock_guard lock(b.mu);
+    EXPECT_EQ(b.in_flight, 6);  // every slow read still hangs
+    EXPECT_EQ(b.max_in_flight, 7);
+  }
+  ::testing::Test::RecordProperty("local_ms", std::to_string(local_ms));
+  ::testing::Test::RecordProperty("other_tenant_ms", std::to_string(other_ms));
+  std::printf("with 80 hanging API reads: an unprepare answered in %.2f ms, another tenant's prepare in %.2f ms\n",
+              local_ms, other_ms);
+  {
+    std::lock_guard lock(b.mu);
+    b.held.clear();
+    b.cv.notify_all();
+  }
+  ASSERT_TRUE(b.wait([&] { return b.calls_done == 82; }));
+  EXPECT_TRUE(b.skipped.empty());
+}
+
+// The lanes never break a claim's order: a claim's unprepare (Local) waits for its own prepare
+// (Api) that came first, even with Local threads free.
+TEST(ClaimCallsTest, AClaimsTasksKeepTheirOrderAcrossLanes) {
+  ClaimCalls calls;
+  Board b;
+  b.held = {"prepare"};
+  ASSERT_TRUE(calls.submit(b.call({b.task("uid-a", "prepare", Lane::Api, "team-a")})));
+  ASSERT_TRUE(b.wait([&] { return b.has_run("prepare"); }));
+  ASSERT_TRUE(calls.submit(b.call({b.task("uid-a", "unprepare", Lane::Local, "team-a")})));
+  ASSERT_TRUE(calls.submit(b.call({b.task("uid-z", "other", Lane::Local, "team-a")})));
+  ASSERT_TRUE(b.wait([&] { return b.has_run("other"); }));
+  {
+    std::lock_guard lock(b.mu);
+    EXPECT_FALSE(b.has_run("unprepare"));
+  }
+  b.release("prepare");
+  ASSERT_TRUE(b.wait([&] { return b.calls_done == 3; }));
+  std::lock_guard lock(b.mu);
+  EXPECT_EQ(b.ran, (std::vector<std::string>{"prepare", "other", "unprepare"}));
+}
+
+// Three tenants with six slow reads each, four Api threads, at most two per tenant: a free thread
+// goes to the tenant running the fewest (the oldest task among equals), so every tenant runs and
+// none runs more than its bound.
+TEST(ClaimCallsTest, ATenantNeverRunsMoreThanItsBoundInTheApiLane) {
+  ClaimCalls calls(ClaimCallsOptions{4, 40s, "kgpu-dra-test", 1, 2});
+  Board b;
+  for (int i = 0; i < 6; ++i)
+    for (const std::string tenant : {"a", "b", "c"}) {
+      const std::string name = tenant + std::to_string(i);
+      b.held.insert(name);
+      ASSERT_TRUE(calls.submit(b.call({b.task("uid-" + name, name, Lane::Api, tenant)})));
+    }
+  ASSERT_TRUE(b.wait([&] { return b.in_flight == 4; }));
+  {
+    std::lock_guard lock(b.mu);
+    EXPECT_EQ(b.ran.size(), 4u);
+    std::map<char, int> per;
+    for (const auto& r : b.ran) ++per[r[0]];
+    for (const auto& [t, n] : per) EXPECT_LE(n, 2) << t;
+    EXPECT_EQ(per.size(), 3u);
+    b.held.clear();
+    b.cv.notify_all();
+  }
+  ASSERT_TRUE(b.wait([&] { return b.calls_done == 18; }));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -324,6 +325,41 @@ TEST(DraClaimStore, AnMpsClaimsExclusiveProcessGpuIsResetAfterItAndGuardedUntilT
   EXPECT_TRUE(store->prepare(ref(2)).ok());
 }
 
+// Issue 38, item 2: an MPS claim that only its CDI spec remembers (the checkpoint was unreadable)
+// is released at unprepare with its MPS daemon to stop, and its GPU's compute mode goes back to
+// DEFAULT (a pending reset), so the next tenant does not get an EXCLUSIVE_PROCESS GPU.
+TEST(DraClaimStore, AClaimRecoveredFromItsSpecUndoesItsMpsAtUnprepare) {
+  Fixture f;
+  auto devices = std::make_shared<NodeDevices>(*f.devices);
+  devices->config.mps_root = "/run/kgpu/mps";
+  f.devices = devices;
+  const std::string gpu2_uuid = f.devices->inventory.gpus[2].uuid;
+  f.claims["team-a/claim-" + uid(1)] =
+      claim_json(uid(1), {{"gpus", gpu_name(f.devices->inventory, 2)}},
+                 json::array({testing::opaque_config(testing::gpu_sharing({{"strategy", "MPS"}}))}))
+          .dump();
+  f.serve(2, {3});
+  { ASSERT_TRUE(f.open()->prepare(ref(1)).ok()); }
+  ASSERT_TRUE(write_file_atomically(f.options().checkpoint_path, "cut sh", 0600).ok());
+  auto store = f.open();
+  ASSERT_EQ(store->recovered_claims().count(uid(1)), 1u);
+  ASSERT_TRUE(store->prepare(ref(2)).ok());  // another claim, on another GPU, stays as it is
+  auto released = store->unprepare(uid(1));
+  ASSERT_TRUE(released.ok()) << released.error().message;
+  ASSERT_TRUE(released->has_value());
+  const PreparedClaim& undo = **released;
+  EXPECT_EQ(undo.ref.uid, uid(1));
+  ASSERT_TRUE(undo.mps.has_value());
+  EXPECT_EQ(undo.mps->claim_uid, uid(1));
+  EXPECT_EQ(undo.exclusive_gpus, std::vector<std::string>{gpu2_uuid});
+  EXPECT_TRUE(store->is_reset_pending(gpu2_uuid));
+  EXPECT_TRUE(f.open()->is_reset_pending(gpu2_uuid)) << "in the checkpoint";
+  // Asked again (the kubelet retries): nothing more to undo.
+  auto again = store->unprepare(uid(1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->has_value());
+}
+
 TEST(DraClaimStore, CorruptCheckpointStartsEmptyWithAWarningNamingThePath) {
   Fixture f;
   f.serve(1, {1});
@@ -452,6 +488,47 @@ TEST(DraClaimStore, TemporaryCheckpointFilesLeftByAKillAreRemovedAtStart) {
   auto store = f.open();
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(other));
+}
+
+// Issue 38, item 5: the CDI spec temporaries of a prepare that a SIGKILL cut short go at start too;
+// other files in the CDI folder (another driver's, another program's) stay.
+TEST(DraClaimStore, TemporarySpecFilesLeftByAKillAreRemovedAtStart) {
+  Fixture f;
+  const fs::path cdi = f.options().cdi_dir;
+  fs::create_directories(cdi);
+  const fs::path stale = cdi / ("." + claim_cdi_spec_file("gpu.nvidia.com", uid(1)) + ".kgpu-0123456789abcdef");
+  const fs::path amd = cdi / ("." + claim_cdi_spec_file("gpu.amd.com", uid(1)) + ".kgpu-0123456789abcdef");
+  const fs::path other = cdi / ".nvidia.yaml.tmp";
+  for (const auto& p : {stale, amd, other}) std::ofstream(p) << "half";
+  auto store = f.open();
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(amd));
+  EXPECT_TRUE(fs::exists(other));
+}
+
+// Issue 38, item 5: after a checkpoint write failed (a full disk), a repeated prepare of a claim
+// already on disk writes nothing, so it succeeds.
+TEST(DraClaimStore, ARepeatedPrepareSucceedsWhileTheCheckpointCannotBeWritten) {
+  Fixture f;
+  f.serve(1, {1});
+  f.serve(2, {2});
+  auto store = f.open();
+  ASSERT_TRUE(store->prepare(ref(1)).ok());
+  const fs::path checkpoint = f.options().checkpoint_path;
+  const std::string on_disk = read(checkpoint);
+  fs::remove(checkpoint);
+  fs::create_directories(checkpoint / "x");  // every write fails from now on
+  ASSERT_FALSE(store->prepare(ref(2)).ok());
+  const int fetches = f.fetches;
+  auto again = store->prepare(ref(1));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(f.fetches, fetches);
+  EXPECT_EQ(again->ref, ref(1));
+  // The disk has room again: everything is written as before.
+  fs::remove_all(checkpoint);
+  std::ofstream(checkpoint) << on_disk;
+  ASSERT_TRUE(store->prepare(ref(2)).ok());
+  EXPECT_EQ(f.open()->prepared().size(), 2u);
 }
 
 TEST(DraClaimStore, CheckpointFromAnotherBootIsDropped) {
@@ -622,6 +699,14 @@ struct NvidiaNode : Fixture {
                                                {"v2", {{"checksum", 7}, {"preparedClaims", v2}}}}.dump();
     fs::create_directories(dir.path / "cdi");
     for (int n : specs) std::ofstream(nvidia_spec(n)) << "cdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\n";
+  }
+  // NVIDIA's per-claim CDI spec as its driver writes it: one device "<uid>-<name>" whose
+  // containerEdits give the GPU's device node.
+  void write_nvidia_spec(int n, const std::string& name, int minor) const {
+    fs::create_directories(dir.path / "cdi");
+    std::ofstream(nvidia_spec(n)) << "---\ncdiVersion: 0.5.0\nkind: k8s.gpu.nvidia.com/claim\ndevices:\n- name: " +
+                                         uid(n) + "-" + name + "\n  containerEdits:\n    deviceNodes:\n    - path: " +
+                                         "/dev/nvidia" + std::to_string(minor) + "\n    - path: /dev/nvidia-caps/cap1\n";
   }
   std::vector<fs::path> adopted_files() const {
     return beside(options().checkpoint_path, "checkpoint.json.adopted-by-kgpu-");
@@ -808,11 +893,11 @@ TEST(DraClaimStore, AHalfPreparedNvidiaClaimHoldsItsAllocatedDevicesAndLosesItsS
 TEST(DraClaimStore, AnUnreadableNvidiaCheckpointIsLeftInPlaceWithAWarningAndKgpuServes) {
   NvidiaNode f;
   fs::create_directories(f.nvidia_checkpoint().parent_path());
-  std::ofstream(f.nvidia_checkpoint()) << R"({"v2": {"preparedClaims": {"x": 5}})";
+  std::ofstream(f.nvidia_checkpoint()) << R"({"v2": {"preparedClaims": {"x": 5)";  // cut short
   auto store = f.open();
   const std::string warnings = NvidiaNode::all(store->startup_warnings());
   EXPECT_NE(warnings.find("is not understood"), std::string::npos) << warnings;
-  EXPECT_NE(warnings.find("are NOT known"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("stay held until the kubelet unprepares those claims"), std::string::npos) << warnings;
   EXPECT_TRUE(fs::exists(f.nvidia_checkpoint()));
   EXPECT_TRUE(f.adopted_files().empty());
   f.serve(1, {1});
@@ -832,6 +917,119 @@ TEST(DraClaimStore, OnlyTheNvidiaDriversStoreTakesOverAndAnUnpreparedUnknownClai
   auto store = f.open();
   ASSERT_TRUE(store->unprepare(uid(51)).ok());
   EXPECT_FALSE(fs::exists(f.nvidia_spec(51)));
+}
+
+// Issue 38: whatever NVIDIA's checkpoint holds (cut short, a field of the wrong type in one entry,
+// a link, only a newer version's section), the GPU that NVIDIA's CDI spec for a claim gives its
+// containers is never prepared for another claim until the kubelet unprepares that claim; good
+// entries are still taken over; a newer version's file is kept and reported.
+TEST(DraClaimStore, WhateverNvidiasCheckpointHoldsTheGpusItsCdiSpecsGiveStayHeld) {
+  struct Case {
+    std::string name;
+    std::function<void(NvidiaNode&)> write;
+    std::string warned;
+    bool file_kept;
+  };
+  const std::vector<Case> cases = {
+      {"truncated",
+       [](NvidiaNode& f) {
+         f.write_nvidia({{50, NvidiaNode::claim({f.whole(50, 2)})}}, {});
+         std::string text = read(f.nvidia_checkpoint());
+         std::ofstream(f.nvidia_checkpoint(), std::ios::trunc) << text.substr(0, text.size() / 2);
+       },
+       "is not understood (not JSON)", true},
+      {"one bad entry",
+       [](NvidiaNode& f) {
+         json bad = NvidiaNode::claim({f.whole(50, 2)});
+         bad["status"] = {{"reservedFor", {"pod"}}};
+         f.write_nvidia({{50, bad}, {51, NvidiaNode::claim({f.whole(51, 4)})}}, {51});
+       },
+       "reservedFor[0]: expected an object; passed over", false},
+      {"a symlink",
+       [](NvidiaNode& f) {
+         f.write_nvidia({{50, NvidiaNode::claim({f.whole(50, 2)})}}, {});
+         fs::rename(f.nvidia_checkpoint(), f.dir.path / "elsewhere.json");
+         fs::create_symlink(f.dir.path / "elsewhere.json", f.nvidia_checkpoint());
+       },
+       "it is a symlink", true},
+      {"v3 only",
+       [](NvidiaNode& f) {
+         fs::create_directories(f.nvidia_checkpoint().parent_path());
+         std::ofstream(f.nvidia_checkpoint()) << json{{"checksum", 1}, {"v3", {{"preparedClaims", {{uid(50), 1}}}}}};
+       },
+       "also holds v3, a version of NVIDIA's format this kgpu does not know", true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    NvidiaNode f;
+    c.write(f);
+    // NVIDIA's name for the device need not be kgpu's: the device node says which GPU it is.
+    f.write_nvidia_spec(50, "nvidia-gpu-2", 2);
+    auto store = f.open();
+    const std::string warnings = NvidiaNode::all(store->startup_warnings());
+    EXPECT_NE(warnings.find(c.warned), std::string::npos) << warnings;
+    EXPECT_NE(warnings.find("claim " + uid(50) + " has NVIDIA's CDI spec"),
+              std::string::npos)
+        << warnings;
+    EXPECT_EQ(fs::exists(fs::symlink_status(f.nvidia_checkpoint())), c.file_kept);
+    f.serve(1, {2});
+    auto refused = store->prepare(ref(1));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().code, Error::Code::FailedPrecondition);
+    EXPECT_NE(refused.error().message.find("(/dev/nvidia2), which NVIDIA's DRA driver's CDI spec for claim " + uid(50)),
+              std::string::npos)
+        << refused.error().message;
+    f.serve(3, {3});
+    EXPECT_TRUE(store->prepare(ref(3)).ok());
+    if (c.name == "one bad entry") {  // the good entry is taken over: its GPU is held too
+      ASSERT_TRUE(store->is_prepared(uid(51)));
+      f.serve(4, {4});
+      EXPECT_FALSE(store->prepare(ref(4)).ok());
+    }
+    // Still held after a restart (the spec is on disk, whatever became of the checkpoint).
+    store = f.open();
+    EXPECT_FALSE(store->prepare(ref(1)).ok());
+    ASSERT_TRUE(store->unprepare(uid(50)).ok());
+    EXPECT_FALSE(fs::exists(f.nvidia_spec(50)));
+    auto prepared = store->prepare(ref(1));
+    EXPECT_TRUE(prepared.ok()) << prepared.error().message;
+    EXPECT_EQ(fs::exists(fs::symlink_status(f.nvidia_checkpoint())), c.file_kept);
+  }
+}
+
+// Issue 38: the spec is what a claim's containers got: an adopted claim whose checkpoint entry
+// names another GPU than its NVIDIA spec holds both.
+TEST(DraClaimStore, AnAdoptedClaimAlsoHoldsWhatItsNvidiaSpecGives) {
+  NvidiaNode f;
+  f.write_nvidia({{50, NvidiaNode::claim({f.whole(50, 5)})}}, {});
+  f.write_nvidia_spec(50, "gpu-x", 2);
+  auto store = f.open();
+  ASSERT_TRUE(store->is_prepared(uid(50)));
+  f.serve(1, {2});
+  f.serve(2, {5});
+  EXPECT_FALSE(store->prepare(ref(1)).ok());
+  EXPECT_FALSE(store->prepare(ref(2)).ok());
+  ASSERT_TRUE(store->unprepare(uid(50)).ok());
+  EXPECT_TRUE(store->prepare(ref(1)).ok());
+  EXPECT_TRUE(store->prepare(ref(2)).ok());
+}
+
+// Issue 38: a kept file (a newer version's) is read at every start: a claim of it that the
+// kubelet unprepared (its NVIDIA spec gone) is not taken over again.
+TEST(DraClaimStore, AKeptNvidiaCheckpointNeverTakesOverAClaimAgainOnceUnprepared) {
+  NvidiaNode f;
+  f.write_nvidia({{50, NvidiaNode::claim({f.whole(50, 2)})}}, {50});
+  json file = json::parse(read(f.nvidia_checkpoint()));
+  file["v3"] = {{"preparedClaims", json::object()}};
+  std::ofstream(f.nvidia_checkpoint(), std::ios::trunc) << file.dump();
+  auto store = f.open();
+  ASSERT_TRUE(store->is_prepared(uid(50)));
+  EXPECT_TRUE(fs::exists(f.nvidia_checkpoint()));
+  ASSERT_TRUE(store->unprepare(uid(50)).ok());
+  store = f.open();
+  EXPECT_FALSE(store->is_prepared(uid(50)));
+  f.serve(1, {2});
+  EXPECT_TRUE(store->prepare(ref(1)).ok());
 }
 
 }  // namespace

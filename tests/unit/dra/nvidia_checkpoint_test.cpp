@@ -48,6 +48,15 @@ NvidiaCheckpoint parse(const json& j) {
   return parsed.ok() ? *parsed : NvidiaCheckpoint{};
 }
 
+// What a file with one unreadable part says about it (the file itself parses: issue 38).
+std::string passed_over(std::string_view text) {
+  auto parsed = parse_nvidia_checkpoint(text, kDriver);
+  EXPECT_TRUE(parsed.ok()) << parsed.error().message;
+  if (!parsed.ok()) return "";
+  EXPECT_EQ(parsed->skipped.size(), 1u);
+  return parsed->skipped.empty() ? "" : parsed->skipped[0];
+}
+
 std::string error_of(std::string_view text) {
   auto parsed = parse_nvidia_checkpoint(text, kDriver);
   EXPECT_FALSE(parsed.ok()) << text.substr(0, 200);
@@ -193,39 +202,71 @@ TEST(NvidiaCheckpoint, ErrorsNameThePlace) {
   EXPECT_EQ(error_of("{\"v2\": "), "not JSON");
   EXPECT_EQ(error_of(""), "not JSON");
   EXPECT_EQ(error_of("[]"), "the file: expected a JSON object");
-  EXPECT_EQ(error_of(R"({"v2": []})"), "v2: expected an object");
-  EXPECT_EQ(error_of(R"({"v2": {"preparedClaims": [1]}})"), "v2.preparedClaims: expected an object");
-  EXPECT_EQ(error_of(R"({"v1": {"preparedClaims": {")" + kUid1 + R"(": 7}}})"),
-            "v1.preparedClaims[\"" + kUid1 + "\"]: expected an object");
+  // Below the root, what is wrong is passed over, with where and why, and the rest is read.
+  EXPECT_EQ(passed_over(R"({"v2": []})"), "v2: expected an object; passed over");
+  EXPECT_EQ(passed_over(R"({"v2": {"preparedClaims": [1]}})"), "v2.preparedClaims: expected an object; passed over");
+  EXPECT_EQ(passed_over(R"({"v1": {"preparedClaims": {")" + kUid1 + R"(": 7}}})"),
+            "v1.preparedClaims[\"" + kUid1 + "\"]: expected an object; passed over");
   json bad_ids = {{"v2", {{"preparedClaims", {{kUid1, {{"checkpointState", "PrepareCompleted"}}}}}}}};
   json dev = device(kUid1, "gpu-0");
   dev["CDIDeviceIDs"] = {"ok", 5};
   bad_ids["v2"]["preparedClaims"][kUid1]["preparedDevices"] = {group({{{"gpu", {{"device", dev}}}}})};
-  EXPECT_EQ(error_of(bad_ids.dump()), "v2.preparedClaims[\"" + kUid1 +
-                                          "\"].preparedDevices[0].devices[0].gpu.device.CDIDeviceIDs[1]: expected a "
-                                          "string");
+  EXPECT_EQ(passed_over(bad_ids.dump()), "v2.preparedClaims[\"" + kUid1 +
+                                             "\"].preparedDevices[0].devices[0].gpu.device.CDIDeviceIDs[1]: expected "
+                                             "a string; passed over");
   json no_name = bad_ids;
   dev = device(kUid1, "");
   no_name["v2"]["preparedClaims"][kUid1]["preparedDevices"] = {group({{{"gpu", {{"device", dev}}}}})};
-  EXPECT_NE(error_of(no_name.dump()).find("DeviceName: expected a device name"), std::string::npos);
+  EXPECT_NE(passed_over(no_name.dump()).find("DeviceName: expected a device name"), std::string::npos);
   json no_device = bad_ids;
   no_device["v2"]["preparedClaims"][kUid1]["preparedDevices"] = {group({{{"gpu", {{"info", {{"uuid", "GPU-1"}}}}}}})};
-  EXPECT_NE(error_of(no_device.dump()).find("gpu.device: expected the device the kubelet was answered"),
+  EXPECT_NE(passed_over(no_device.dump()).find("gpu.device: expected the device the kubelet was answered"),
             std::string::npos);
   json no_kind = bad_ids;
   no_kind["v2"]["preparedClaims"][kUid1]["preparedDevices"] = {group({{{"gpu", nullptr}, {"mig", nullptr}}})};
-  EXPECT_NE(error_of(no_kind.dump()).find("expected a \"gpu\", \"mig\" or \"vfio\" device"), std::string::npos);
+  EXPECT_NE(passed_over(no_kind.dump()).find("expected a \"gpu\", \"mig\" or \"vfio\" device"), std::string::npos);
   json bad_admin = bad_ids;
   bad_admin["v2"]["preparedClaims"][kUid1]["preparedDevices"] = nullptr;
   bad_admin["v2"]["preparedClaims"][kUid1]["status"] = status({"gpu-0"});
   bad_admin["v2"]["preparedClaims"][kUid1]["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = "yes";
-  EXPECT_NE(error_of(bad_admin.dump()).find("results[0].adminAccess: expected true or false"), std::string::npos);
+  EXPECT_NE(passed_over(bad_admin.dump()).find("results[0].adminAccess: expected true or false"), std::string::npos);
 
   // Deeper than the nesting limit, and larger than the size limit: refused before parsing.
   std::string deep = "{\"v2\": " + std::string(100, '[') + std::string(100, ']') + "}";
   EXPECT_NE(error_of(deep).find("deeper than"), std::string::npos);
   std::string huge(kMaxNvidiaCheckpointBytes + 1, ' ');
   EXPECT_NE(error_of(huge).find("larger than 64 MiB"), std::string::npos);
+}
+
+// Issue 38: one bad claim entry (here a reservedFor of strings) drops that entry only; a bad "v2"
+// entry of a claim "v1" also holds is taken from "v1"; the good entries are all read.
+TEST(NvidiaCheckpoint, OneBadEntryIsPassedOverAndEveryOtherClaimRead) {
+  json good = {{"checkpointState", "PrepareCompleted"}, {"status", status({"gpu-0"})},
+               {"preparedDevices", {group({gpu(kUid1, "gpu-0", "GPU-0")})}}};
+  json bad = good;
+  bad["status"]["reservedFor"] = {"pod"};
+  json v1_copy = {{"status", status({"gpu-2"})}, {"preparedDevices", {group({gpu(kUid3, "gpu-2", "GPU-2")})}}};
+  json file = {{"v2", {{"preparedClaims", {{kUid1, good}, {kUid2, bad}, {kUid3, bad}}}}},
+               {"v1", {{"preparedClaims", {{kUid1, good}, {kUid3, v1_copy}}}}}};
+  const auto cp = parse(file);
+  ASSERT_EQ(cp.claims.size(), 2u);
+  EXPECT_EQ(cp.claims[0].uid, kUid1);
+  EXPECT_EQ(cp.claims[0].devices.at(0).device, "gpu-0");
+  EXPECT_EQ(cp.claims[1].uid, kUid3);
+  EXPECT_EQ(cp.claims[1].section, "v1");
+  EXPECT_EQ(cp.claims[1].devices.at(0).device, "gpu-2");
+  ASSERT_EQ(cp.skipped.size(), 2u);
+  EXPECT_EQ(cp.skipped[0], "v2.preparedClaims[\"" + kUid2 + "\"].status.reservedFor[0]: expected an object; passed over");
+  EXPECT_TRUE(cp.unknown_sections.empty());
+}
+
+// Issue 38: a section of a newer format is named, so that the file is kept for the kgpu that knows it.
+TEST(NvidiaCheckpoint, SectionsOfAnUnknownVersionAreNamed) {
+  json file = {{"checksum", 1}, {"v3", {{"preparedClaims", {{kUid1, {{"anything", 1}}}}}}}};
+  const auto cp = parse(file);
+  EXPECT_TRUE(cp.claims.empty());
+  EXPECT_EQ(cp.unknown_sections, std::vector<std::string>{"v3"});
+  EXPECT_TRUE(parse(json{{"V1", json::object()}, {"v2", nullptr}, {"vx", 1}}).unknown_sections.empty());
 }
 
 TEST(NvidiaCheckpoint, AnotherDriversAllocationResultsAreNotItsDevices) {

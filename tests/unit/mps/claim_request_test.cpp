@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -19,6 +20,7 @@
 #include "core/safe_file.h"
 #include "mps/claim_request.h"
 #include "mps/claim_request_folder.h"
+#include "mps/claim_shm.h"
 #include "mps/readiness.h"
 #include "mps/supervisor.h"
 #include "plan/mps_paths.h"
@@ -197,6 +199,43 @@ TEST_F(ClaimRequestFolderTest, TheSupervisorStartsRestartsAndQuitsClaimDaemonsAs
   EXPECT_TRUE(result_.ok());
 }
 
+// Issue 38, item 2: a claim unprepared while `kgpu mps-daemon` was down (killed) left its control
+// daemon running, its tmpfs mounted and its folder in place; the next supervisor sweeps them at
+// start, and leaves alone a claim whose request is there.
+TEST_F(ClaimRequestFolderTest, AStartingSupervisorSweepsWhatNoRequestNames) {
+  if (!test::can_mount_tmpfs()) GTEST_SKIP() << test::kNoMountsReason;
+  auto folder = MpsClaimRequestFolder::open(root(), 4u << 20);
+  ASSERT_TRUE(folder.ok()) << folder.error().message;
+  // What a killed supervisor leaves of a claim: its daemon (the fake's), its tmpfs, its folder.
+  const MpsDaemonSpec orphan = mps_claim_daemon_spec(root(), request(), 4u << 20);
+  fs::create_directories(orphan.pipe_dir);
+  fs::create_directories(orphan.log_dir);
+  ASSERT_TRUE(mount_claim_shm(orphan.shm_dir, 4u << 20).ok());
+  const std::string start = "CUDA_MPS_PIPE_DIRECTORY=" + orphan.pipe_dir + " CUDA_MPS_LOG_DIRECTORY=" +
+                            orphan.log_dir + " " + KGPU_FIXTURES_DIR + "/mps/nvidia-cuda-mps-control -d";
+  ASSERT_EQ(std::system(start.c_str()), 0);
+  const std::string pid_text = slurp(orphan.log_dir + "/fake-daemon.pid");
+  const int pid = std::atoi(pid_text.c_str());
+  ASSERT_GT(pid, 0) << pid_text;
+  // Another claim, still requested, whose daemon the supervisor starts as usual.
+  MpsClaimRequest kept = request();
+  kept.claim_uid = "kept-claim";
+  write_request(kept);
+
+  launch(*folder);
+  const fs::path kept_dir = mps_resource_dir(root(), mps_claim_resource("kept-claim"));
+  ASSERT_TRUE(test::wait_in_folders({claim_dir().parent_path(), kept_dir}, [&] {
+    return !fs::exists(claim_dir()) && mps_marker_live(mps_ready_marker(root(), mps_claim_resource("kept-claim")));
+  }));
+  EXPECT_TRUE(test::mounts_under(claim_dir().string()).empty());
+  EXPECT_TRUE(is_tmpfs_mount_point(mps_claim_shm_dir(root(), "kept-claim")));
+  // The orphaned daemon got its quit (the fake ends it): gone, or a zombie nobody reaped yet.
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  EXPECT_TRUE(stat.empty() || stat.find(") Z ") != std::string::npos) << stat;
+  stop();
+  EXPECT_TRUE(result_.ok());
+}
+
 TEST_F(ClaimRequestFolderTest, AClaimDaemonThatCannotStartLeavesItsReasonForThePrepare) {
   if (!test::can_mount_tmpfs()) GTEST_SKIP() << test::kNoMountsReason;
   auto folder = MpsClaimRequestFolder::open(root());
@@ -288,6 +327,29 @@ TEST(ClaimShm, HalfTheNodesMemoryByDefaultAndTheFallbackWhenMemInfoIsUnreadable)
   EXPECT_EQ(default_claim_shm_bytes("MemTotal: 0 kB\n"), kClaimShmFallbackBytes);
   EXPECT_EQ(default_claim_shm_bytes("MemTotal: 99999999999999999999999 kB\n"), kClaimShmFallbackBytes);
   EXPECT_EQ(default_claim_shm_bytes("MemTotal: 1 kB\n"), kClaimShmMinBytes);
+}
+
+// Issue 38, item 5: --claim-shm-size 1Ei was accepted. Bounded by the node's memory (or 16 TiB
+// when unknown) and 1 MiB, the value named in the error.
+TEST(ClaimShm, TheFlagsSizeIsBoundedByTheNodesMemory) {
+  const std::string meminfo = "MemTotal:       16777216 kB\n";  // 16 GiB
+  EXPECT_TRUE(check_claim_shm_bytes("8Gi", uint64_t{8} << 30, meminfo).ok());
+  EXPECT_TRUE(check_claim_shm_bytes("16Gi", uint64_t{16} << 30, meminfo).ok());
+  auto huge = check_claim_shm_bytes("1Ei", uint64_t{1} << 60, meminfo);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().code, Error::Code::InvalidArgument);
+  EXPECT_NE(huge.error().message.find("--claim-shm-size 1Ei (1152921504606846976 bytes) is more than the node's "
+                                      "memory (16384 MiB)"),
+            std::string::npos)
+      << huge.error().message;
+  EXPECT_FALSE(check_claim_shm_bytes("17Gi", uint64_t{17} << 30, meminfo).ok());
+  auto unknown = check_claim_shm_bytes("1Ei", uint64_t{1} << 60, "");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("is more than 16777216 MiB"), std::string::npos) << unknown.error().message;
+  EXPECT_TRUE(check_claim_shm_bytes("1Ti", uint64_t{1} << 40, "").ok());
+  auto tiny = check_claim_shm_bytes("1k", 1000, meminfo);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.error().message.find("--claim-shm-size 1k (1000 bytes) is below"), std::string::npos);
 }
 
 TEST(ClaimShm, AFolderOnATmpfsIsNotAMountPointAndUnmountingNothingIsFine) {
