@@ -57,6 +57,12 @@ size_t overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgp
   const std::string dir = kgpu::server::plugin_dir_of(config.kubelet_socket);
   std::map<std::string, std::string> unhealthy_gpu;  // UUID -> cause
   size_t unreachable = 0;
+  // Causes come from the plugin's /metrics; without --metrics-addr (the chart's default) say where
+  // else to look, once, rather than leave the operator guessing.
+  const std::string unknown_cause = config.metrics_addr.empty()
+                                        ? "not known here (no --metrics-addr: see the hint below)"
+                                        : "advertised Unhealthy by the running plugin (see its log for the cause)";
+  bool hint = false;
   for (auto& r : plan.resources) {
     if (!kgpu::mps_ready(config, r)) {
       plan.problems.push_back("live: " + r.name + " is withheld: " + kgpu::mps_waiting_reason(config, r));
@@ -76,11 +82,17 @@ size_t overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgp
       if (it == healthy.end()) continue;
       d.healthy = it->second;
       auto cause = causes.find(d.id);
-      if (!d.healthy)
-        unhealthy_gpu[d.id.substr(0, d.id.find("::"))] =
-            cause != causes.end() ? cause->second : "advertised Unhealthy by the running plugin (see its log for the cause)";
+      if (!d.healthy) {
+        unhealthy_gpu[d.id.substr(0, d.id.find("::"))] = cause != causes.end() ? cause->second : unknown_cause;
+        hint |= cause == causes.end() && config.metrics_addr.empty();
+      }
     }
   }
+  if (hint)
+    plan.problems.push_back(
+        "live: the causes of Unhealthy devices are read from the running plugin's /metrics, and no --metrics-addr "
+        "is given (the Helm chart serves it only with metrics.enabled: true): pass the plugin's --metrics-addr, "
+        "or read the causes in the plugin's log (kubectl logs <kgpu pod> -c kgpu | grep -i unhealthy)");
   for (auto& g : inv.gpus)
     if (auto it = unhealthy_gpu.find(g.uuid); it != unhealthy_gpu.end() && g.health.healthy)
       g.health = {false, it->second};
