@@ -47,13 +47,14 @@ struct DevicesArgs {
 };
 
 using Causes = std::map<std::string, std::string>;  // device ID -> why it is Unhealthy
+using Withheld = std::map<std::string, std::string>;  // resource -> why the plugin does not advertise it
 
 // Overlays the running plugin's advertised health on the plan (and marks a GPU unhealthy when any
 // of its advertised IDs is). An MPS resource whose control daemon is not ready is withheld by the
 // plugin, so it has no socket: that is said as such. Returns how many resources the plugin should
 // serve but could not be reached for (each is reported as a problem).
 size_t overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgpu::ResourcePlan& plan,
-                           const Causes& causes) {
+                           const Causes& causes, Withheld& withheld) {
   const std::string dir = kgpu::server::plugin_dir_of(config.kubelet_socket);
   std::map<std::string, std::string> unhealthy_gpu;  // UUID -> cause
   size_t unreachable = 0;
@@ -65,7 +66,8 @@ size_t overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgp
   bool hint = false;
   for (auto& r : plan.resources) {
     if (!kgpu::mps_ready(config, r)) {
-      plan.problems.push_back("live: " + r.name + " is withheld: " + kgpu::mps_waiting_reason(config, r));
+      withheld[r.name] = kgpu::mps_waiting_reason(config, r);
+      plan.problems.push_back("live: " + r.name + " is withheld: " + withheld[r.name]);
       continue;
     }
     std::string socket = dir + "/" + kgpu::server::socket_file_name(r.name);
@@ -180,7 +182,8 @@ std::string gib(uint64_t bytes) {
   return buf;
 }
 
-nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, const Causes& causes) {
+nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, const Causes& causes,
+                       const Withheld& withheld) {
   nlohmann::json j;
   j["driverVersion"] = inv.driver_version;
   j["gpus"] = nlohmann::json::array();
@@ -199,9 +202,13 @@ nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& pla
   j["resources"] = nlohmann::json::array();
   for (const auto& r : plan.resources) {
     nlohmann::json jr{{"name", r.name}, {"sharing", kgpu::to_string(r.sharing)}, {"replicas", r.replicas}};
+    const auto held_back = withheld.find(r.name);
+    if (held_back != withheld.end()) jr["withheld"] = held_back->second;
     jr["devices"] = nlohmann::json::array();
     for (const auto& d : r.devices) {
-      nlohmann::json jd{{"id", d.id}, {"health", d.healthy ? "Healthy" : "Unhealthy"}, {"numaNodes", d.numa_nodes}};
+      nlohmann::json jd{{"id", d.id},
+                        {"health", held_back != withheld.end() ? "Withheld" : d.healthy ? "Healthy" : "Unhealthy"},
+                        {"numaNodes", d.numa_nodes}};
       if (auto it = causes.find(d.id); !d.healthy && it != causes.end()) jd["cause"] = it->second;
       jr["devices"].push_back(jd);
     }
@@ -212,7 +219,8 @@ nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& pla
   return j;
 }
 
-void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, const Causes& causes) {
+void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, const Causes& causes,
+                const Withheld& withheld) {
   std::cout << "GPUs: " << inv.gpus.size();
   if (!inv.driver_version.empty()) std::cout << " (driver " << inv.driver_version << ")";
   std::cout << "\n";
@@ -225,13 +233,17 @@ void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, cons
   }
   std::cout << "Resources: " << plan.resources.size() << "\n";
   for (const auto& r : plan.resources) {
+    // A withheld resource is not advertised at all: its devices are neither healthy nor unhealthy.
+    const bool held_back = withheld.count(r.name) > 0;
     size_t healthy = 0;
     for (const auto& d : r.devices) healthy += d.healthy;
-    std::cout << "  " << r.name << ": " << r.devices.size() << " devices (" << healthy << " healthy)";
+    std::cout << "  " << r.name << ": " << r.devices.size() << " devices ";
+    if (held_back) std::cout << "(withheld, none advertised: " << withheld.at(r.name) << ")";
+    else std::cout << "(" << healthy << " healthy)";
     if (r.sharing != kgpu::SharingKind::None) std::cout << ", " << kgpu::to_string(r.sharing) << " x" << r.replicas;
     std::cout << "\n";
     for (const auto& d : r.devices) {
-      std::cout << "    " << d.id << "  " << (d.healthy ? "Healthy" : "Unhealthy");
+      std::cout << "    " << d.id << "  " << (held_back ? "Withheld" : d.healthy ? "Healthy" : "Unhealthy");
       for (auto n : d.numa_nodes) std::cout << "  numa " << n;
       if (auto it = causes.find(d.id); !d.healthy && it != causes.end()) std::cout << "  cause: " << it->second;
       std::cout << "\n";
@@ -265,9 +277,10 @@ int run_devices(const DevicesArgs& args) {
   auto plan = kgpu::plan(config, *inv);
   size_t unreachable = 0;
   Causes causes;
+  Withheld withheld;
   if (args.live) {
     causes = live_causes(config, plan);
-    unreachable = overlay_live_health(config, *inv, plan, causes);
+    unreachable = overlay_live_health(config, *inv, plan, causes, withheld);
     report_held_devices(config, *inv, plan);
   }
   // A script asking the live state must not take "not running" for "nothing wrong".
@@ -285,7 +298,7 @@ int run_devices(const DevicesArgs& args) {
     shares = kgpu::dra::shared_gpu_use(*inv, shareable, checkpointed_claims(config, plan));
   }
   if (args.output == "json") {
-    auto j = to_json(*inv, plan, causes);
+    auto j = to_json(*inv, plan, causes, withheld);
     j["config"] = {{"file", config.config_file}, {"origin", config_origin}};
     if (args.live && config.dra.enabled) j["memoryShares"] = kgpu::dra::share_use_json(shares);
     j["nvml"] = nvml_path;
@@ -303,7 +316,7 @@ int run_devices(const DevicesArgs& args) {
   }
   std::cout << "Config: " << config_file << " (" << config_origin << ")\n";
   std::cout << "NVML: " << nvml_path << "\n";
-  print_text(*inv, plan, causes);
+  print_text(*inv, plan, causes, withheld);
   if (!shares.empty()) std::cout << "DRA memory shares:\n" << kgpu::dra::share_use_text(shares);
   if (args.prefer > 0) {
     for (const auto& r : plan.resources) {

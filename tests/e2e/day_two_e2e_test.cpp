@@ -83,6 +83,12 @@ sharing:
   EXPECT_NE(out.find("live: nvidia.com/gpu is withheld: waiting for the MPS control daemon"), std::string::npos)
       << out;
   EXPECT_EQ(out.find("not being served"), std::string::npos) << "no raw socket error for a withheld resource\n" << out;
+  // Issue 41: not "32 devices (32 healthy)": none is advertised.
+  EXPECT_NE(out.find("nvidia.com/gpu: 32 devices (withheld, none advertised: waiting for the MPS control daemon"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("32 healthy"), std::string::npos) << out;
+  EXPECT_EQ(out.find("  Healthy\n"), std::string::npos) << out;
 }
 
 TEST_F(DayTwoE2E, DevicesLiveFailsWhenThePluginIsNotRunning) {
