@@ -11,6 +11,7 @@
 // kgpu.dra.gpus says (dra/api_share.h), as the plugin logs it.
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -253,11 +254,48 @@ void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, cons
   for (const auto& p : plan.problems) std::cout << "problem: " << p << "\n";
 }
 
+// --live when the config file on disk is invalid: exactly when the operator needs the live view,
+// and the running plugin still serves its last valid config. Nothing of the file can be planned,
+// so the plugin's own sockets (kgpu-*.sock in the kubelet's folder, which flags and environment
+// still name) are listed with what each advertises. Exit 1: the file needs fixing.
+int print_live_from_sockets(const DevicesArgs& args) {
+  kgpu::ConfigFlags flags = args.flags;
+  flags.values.erase("configFile");
+  auto env = kgpu::process_environment();
+  env.erase("CONFIG_FILE");
+  env.erase("GFD_CONFIG_FILE");
+  auto without_file = kgpu::load_config(flags, env, false);
+  if (!without_file) return 1;  // the flags themselves are wrong: said above
+  const std::string dir = kgpu::server::plugin_dir_of(without_file->config.kubelet_socket);
+  std::cout << "The config file on disk is invalid (above); the running plugin keeps serving its last valid one.\n"
+            << "Live, from the plugin's sockets in " << dir << ":\n";
+  std::vector<std::string> sockets;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("kgpu-") && name.ends_with(".sock")) sockets.push_back(name);
+  }
+  std::sort(sockets.begin(), sockets.end());
+  if (sockets.empty()) std::cout << "  no kgpu socket (is kgpu plugin running with this --kubelet-socket?)\n";
+  for (const auto& name : sockets) {
+    auto live = kgpu::server::read_device_list(dir + "/" + name, std::chrono::seconds(2));
+    if (!live) {
+      std::cout << "  " << name << ": not answering (" << live.error().message << ")\n";
+      continue;
+    }
+    size_t healthy = 0;
+    for (const auto& d : live->devices()) healthy += d.health() == "Healthy";
+    std::cout << "  " << name << ": " << live->devices_size() << " devices (" << healthy << " healthy)\n";
+    for (const auto& d : live->devices()) std::cout << "    " << d.id() << "  " << d.health() << "\n";
+  }
+  return 1;
+}
+
 int run_devices(const DevicesArgs& args) {
   auto loaded = kgpu::cli::load_config_as_daemon(args.flags, false);
   if (!loaded) {
     std::cerr << "invalid configuration:\n" << loaded.error().message << "\n";
-    return 1;
+    return args.live ? print_live_from_sockets(args) : 1;
   }
   const auto& config = loaded->config;
   // Which config this is and why (the Node label's choice under a per-node config), so that what

@@ -149,6 +149,29 @@ TEST_F(DayTwoE2E, DevicesLiveWithoutMetricsSaysWhereTheCauseIs) {
   EXPECT_NE(out.find("metrics.enabled: true"), std::string::npos) << out;
 }
 
+// Issue 41, item 7: an invalid file on disk does not hide the live view: the plugin's sockets are
+// read and listed, saying the file is invalid (exit 1: it needs fixing).
+TEST_F(DayTwoE2E, DevicesLiveWithAnInvalidFileOnDiskStillShowsThePlugin) {
+  const std::string config = work.write("config.yaml", "version: v1\n");
+  PluginOptions options;
+  options.config_file = config;
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  const std::string bad = work.write("bad.yaml", "version: v1\nflags:\n  migStrategy: mixd\n");
+  std::filesystem::rename(bad, config);
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("keeping the current plan") != std::string::npos; },
+                         20s))
+      << diagnostics(*plugin);
+  std::string out, err;
+  EXPECT_EQ(devices_live({"--config-file", config}, &out, &err), 1) << err << out;
+  EXPECT_NE(err.find("invalid configuration:"), std::string::npos) << err;
+  EXPECT_NE(err.find("unknown MIG strategy \"mixd\""), std::string::npos) << err;
+  EXPECT_NE(out.find("The config file on disk is invalid (above); the running plugin keeps serving its last valid one."),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("kgpu-nvidia.com-gpu.sock: 8 devices (8 healthy)"), std::string::npos) << out;
+}
+
 // Issue 30, item 7: a failed reload logs the hints `config validate` gives, one record per line.
 TEST_F(DayTwoE2E, AFailedReloadLogsTheDidYouMeanHints) {
   const std::string config = work.write("config.yaml", "version: v1\n");
