@@ -158,15 +158,15 @@ int run_demo(const DemoArgs& args) {
   // Without a flag or variable: next to the binary (a release unpacked into one folder), then the
   // build tree's tests/fake-nvml (build/src/cli/kgpu).
   const fs::path exe_dir = fs::path(exe).parent_path();
-  std::string nvml_dir =
-      !args.fake_nvml_dir.empty()
-          ? args.fake_nvml_dir
-          : env_or("KGPU_FAKE_NVML_DIR", first_holding({exe_dir.string(), (exe_dir / "../../tests/fake-nvml").lexically_normal().string()},
-                                                       "libnvidia-ml.so.1"));
+  const std::string build_dir = (exe_dir / "../../tests/fake-nvml").lexically_normal().string();
+  std::string nvml_dir = !args.fake_nvml_dir.empty()
+                             ? args.fake_nvml_dir
+                             : env_or("KGPU_FAKE_NVML_DIR", first_holding({exe_dir.string(), build_dir}, "libnvidia-ml.so.1"));
   // The plugin's own variable first, so that one `export` serves `kgpu demo` and `kgpu plugin` alike;
   // then the source tree's fleet, then one next to the binary.
   std::string default_fleet = source.empty() ? "" : source + "/tests/fixtures/fleets/dgx-a100.yaml";
-  if (default_fleet.empty() && fs::exists(exe_dir / "dgx-a100.yaml")) default_fleet = (exe_dir / "dgx-a100.yaml").string();
+  if (default_fleet.empty() && fs::exists(exe_dir / "dgx-a100.yaml"))
+    default_fleet = (exe_dir / "dgx-a100.yaml").string();
   std::string fleet = !args.fleet.empty() ? args.fleet
                        : env_or("KGPU_FAKE_NVML_FLEET", env_or("KGPU_DEMO_FLEET", default_fleet));
   if (!fs::exists(nvml_dir + "/libnvidia-ml.so.1")) {

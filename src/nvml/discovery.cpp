@@ -275,7 +275,8 @@ class Discoverer {
       if (!profile_index_by_id) {
         profile_index_by_id.emplace();
         for (unsigned index = 0; index <= NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME; ++index)
-          if (auto info = nvml_.gpu_instance_profile_info(f.handle, index)) profile_index_by_id->emplace(info->id, index);
+          if (auto info = nvml_.gpu_instance_profile_info(f.handle, index))
+            profile_index_by_id->emplace(info->id, index);
       }
       auto it = profile_index_by_id->find(id);
       return it == profile_index_by_id->end() ? std::nullopt : std::optional<unsigned>(it->second);
