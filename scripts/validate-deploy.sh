@@ -11,6 +11,11 @@
 #   validate-deploy.sh dockerfile                  structure and file/package checks of deploy/Dockerfile
 #   validate-deploy.sh negative RENDERER           the checkers reject known-bad inputs (they can fail)
 #   validate-deploy.sh notes RENDERER              the chart's NOTES.txt (NFD warning, labels-only mode)
+#   validate-deploy.sh nvidia RENDERER             NVIDIA's own values files (tests/deploy/nvidia: device
+#                                                  plugin v0.17.4/v0.20.0 and DRA driver v25.8.1/head
+#                                                  defaults, unchanged, and shapes of them) render what
+#                                                  NVIDIA's chart means or fail naming the key
+#   validate-deploy.sh capabilities RENDERER       DRA API versions follow .Capabilities (--api-versions)
 #   validate-deploy.sh values-doc                  every value the schema accepts is in the chart's README
 #   validate-deploy.sh slices                      the ResourceSlices kgpu writes (tests/fixtures/golden/dra,
 #                                                  made by the production path) against the v1 schema; and a
@@ -190,6 +195,79 @@ case "$mode" in
       echo "FAIL: NOTES do not say the pods only write labels:" >&2; echo "$notes" >&2; exit 1
     fi
     echo "ok: NOTES"
+    ;;
+  nvidia)
+    # What `helm get values --all` gives from NVIDIA's releases, used unchanged (issue 41).
+    renderer="$2"
+    need_node_modules
+    nvidia="$deploy_tests/nvidia"
+    out="$(mktemp -d)"
+    trap 'rm -rf "$out"' EXIT
+    render() { "$renderer" "$@" --name kgpu --namespace kube-system "$chart"; }
+    for v in v0.17.4 v0.20.0; do
+      render -f "$nvidia/dp-$v-defaults.yaml" > "$out/dp-$v.yaml"
+      validate "$out/dp-$v.yaml"
+      node "$deploy_tests/check-expectations.js" "$out/dp-$v.yaml" "$deploy_tests/expect/nvidia-dp-defaults.txt"
+      notes="$(render --notes -f "$nvidia/dp-$v-defaults.yaml")"
+      grep -qF "WARNING: image.repository nvcr.io/nvidia/k8s-device-plugin is NVIDIA's default image" <<<"$notes" ||
+        { echo "FAIL: NOTES of NVIDIA's $v defaults do not name NVIDIA's image:" >&2; echo "$notes" >&2; exit 1; }
+      echo "ok: NVIDIA's device plugin chart $v defaults render"
+    done
+    for v in v25.8.1 head; do
+      # NVIDIA's default resources.computeDomains.enabled: true is what kgpu cannot do: by name.
+      expect_failure "NVIDIA's DRA chart $v defaults" "resources.computeDomains.enabled" \
+        "set resources.computeDomains.enabled: false" -- render -f "$nvidia/dra-$v-defaults.yaml"
+      render -f "$nvidia/dra-$v-defaults.yaml" -f "$nvidia/no-compute-domains.yaml" > "$out/dra-$v.yaml"
+      validate "$out/dra-$v.yaml"
+      node "$deploy_tests/check-expectations.js" "$out/dra-$v.yaml" "$deploy_tests/expect/nvidia-dra-defaults.txt"
+      notes="$(render --notes -f "$nvidia/dra-$v-defaults.yaml" -f "$nvidia/no-compute-domains.yaml")"
+      for t in "DRA: kgpu is the DRA driver gpu.nvidia.com" "is NVIDIA's default image"; do
+        grep -qF "$t" <<<"$notes" || { echo "FAIL: NOTES of NVIDIA's DRA $v defaults lack '$t':" >&2; echo "$notes" >&2; exit 1; }
+      done
+      echo "ok: NVIDIA's DRA chart $v defaults render DRA with ComputeDomains off"
+    done
+    render -f "$nvidia/dra-gates.yaml" > "$out/dra-gates.yaml"
+    validate "$out/dra-gates.yaml"
+    node "$deploy_tests/check-expectations.js" "$out/dra-gates.yaml" "$deploy_tests/expect/nvidia-dra-gates.txt"
+    notes="$(render --notes -f "$nvidia/dra-gates.yaml")"
+    grep -qF "DRA is on because these are NVIDIA's DRA chart values" <<<"$notes" ||
+      { echo "FAIL: NOTES do not say why DRA is on:" >&2; echo "$notes" >&2; exit 1; }
+    expect_failure "NVIDIA's DRA chart values with its GPUs off" "resources.gpus.enabled: false" \
+      "kubeletPlugin, resources.gpus, resources.computeDomains" "remove NVIDIA's DRA chart values" -- \
+      render -f "$nvidia/dra-no-gpus.yaml"
+    expect_failure "NVIDIA's image pinned" "image.repository: \"nvcr.io/nvidia/k8s-device-plugin\" is NVIDIA's image" \
+      "v0.17.4" "set image.repository to your kgpu image" -- render -f "$nvidia/dp-pinned-image.yaml"
+    ;;
+  capabilities)
+    # As NVIDIA's DRA chart: the DeviceClasses' version is the newest resource.k8s.io version the
+    # cluster serves unless one is set; a set one the cluster does not serve is warned about.
+    renderer="$2"
+    dra="$chart/examples/dra.yaml"
+    render() { "$renderer" "$@" --name kgpu --namespace kube-system "$chart"; }
+    version_of() { render "$@" | awk '/^apiVersion: resource.k8s.io/ { print $2; exit }'; }
+    check() {
+      local want="$1"; shift
+      local got; got="$(version_of "$@")"
+      [ "$got" = "$want" ] || { echo "FAIL: DeviceClasses are '$got' with $*, expected $want" >&2; exit 1; }
+      echo "ok: $want with $*"
+    }
+    check resource.k8s.io/v1 -f "$dra"
+    check resource.k8s.io/v1beta1 -f "$dra" --api-versions resource.k8s.io/v1beta1 --kube-version v1.32.0
+    check resource.k8s.io/v1beta2 -f "$dra" --api-versions resource.k8s.io/v1beta1 --api-versions resource.k8s.io/v1beta2
+    check resource.k8s.io/v1 -f "$dra" --api-versions resource.k8s.io/v1beta2 --api-versions resource.k8s.io/v1
+    check resource.k8s.io/v1beta1 -f "$deploy_tests/values/from-nvidia-dra-v1beta1.yaml" --api-versions resource.k8s.io/v1
+    out="$(mktemp -d)"
+    trap 'rm -rf "$out"' EXIT
+    printf 'resourceApiVersion: resource.k8s.io/v1beta2\n' > "$out/v1beta2.yaml"
+    warning="WARNING: the DeviceClasses are resource.k8s.io/v1beta2, which this cluster does not serve"
+    notes="$(render --notes -f "$dra" -f "$out/v1beta2.yaml" --api-versions resource.k8s.io/v1beta1 --kube-version v1.32.0)"
+    grep -qF "$warning" <<<"$notes" && grep -qF "Kubernetes 1.32" <<<"$notes" ||
+      { echo "FAIL: NOTES do not warn about v1beta2 on 1.32:" >&2; echo "$notes" >&2; exit 1; }
+    notes="$(render --notes -f "$dra" -f "$out/v1beta2.yaml" --api-versions resource.k8s.io/v1beta1 --api-versions resource.k8s.io/v1beta2)"
+    if grep -qF "WARNING: the DeviceClasses" <<<"$notes"; then
+      echo "FAIL: NOTES warn although the cluster serves v1beta2:" >&2; echo "$notes" >&2; exit 1
+    fi
+    echo "ok: NOTES warn about DeviceClasses the cluster does not serve"
     ;;
   dockerfile)
     python3 "$deploy_tests/lint_dockerfile.py" "$root"

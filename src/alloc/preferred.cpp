@@ -130,19 +130,24 @@ void spread(const TopologyScorer& scorer, std::map<size_t, Group>& groups, size_
   }
 }
 
-// Pack (packed replicas, MIG same-parent): fill the GPUs already in the answer, then the most
-// allocated GPU, then the GPU best connected to the answer's GPUs, then the lowest index.
-void pack(const TopologyScorer& scorer, std::map<size_t, Group>& groups, size_t need,
+// Pack (packed replicas and MIG devices): fill the GPUs already in the answer, then, for MIG
+// devices, a parent that can hold the rest of the request by itself (so the request lands on one
+// parent whenever one can take it, rather than starting on a parent with too few free devices),
+// then the most allocated GPU (replicas: NVIDIA's packed order, busiest first), then the GPU best
+// connected to the answer's GPUs, then the lowest index.
+void pack(const TopologyScorer& scorer, std::map<size_t, Group>& groups, size_t need, bool whole_parent_first,
           std::vector<const AdvertisedDevice*>& picks) {
   while (need > 0) {
     Group* best = nullptr;
-    std::tuple<bool, int64_t, int64_t, int64_t> best_key{};
+    std::tuple<bool, bool, int64_t, int64_t, int64_t> best_key{};
     for (auto& [gpu, g] : groups) {
       if (g.remaining() == 0) continue;
       int64_t affinity = 0;
       for (const auto& [other, h] : groups)
         if (other != gpu && h.in_request > 0) affinity += scorer.weight(gpu, other);
-      const auto key = std::tuple(g.in_request > 0, g.allocated, affinity, -static_cast<int64_t>(gpu));
+      const auto key =
+          std::tuple(g.in_request > 0, whole_parent_first && g.remaining() >= need, g.allocated, affinity,
+                     -static_cast<int64_t>(gpu));
       if (!best || key > best_key) {
         best = &g;
         best_key = key;
@@ -160,6 +165,14 @@ bool is_mig(const Request& req) {
   return std::any_of(req.available.begin(), req.available.end(), [](const auto& it) { return it.device->mig.has_value(); });
 }
 
+// One policy for replicas and MIG devices (NVIDIA's sharedDevicesAllocationPolicy); kgpu's
+// migAllocationPolicy, when set, overrides it for MIG.
+bool packs(const Config& config, bool mig) {
+  if (mig && config.mig_allocation_policy != MigAllocationPolicy::Shared)
+    return config.mig_allocation_policy == MigAllocationPolicy::SameParent;
+  return config.shared_devices_allocation_policy == SharedAllocationPolicy::Packed;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> preferred_allocation(const Config& config, const TopologyScorer& scorer,
@@ -174,10 +187,9 @@ Result<std::vector<std::string>> preferred_allocation(const Config& config, cons
     picks = choose_whole_gpus(scorer, *req);
   } else if (need > 0) {
     auto groups = make_groups(resource, *req);
-    const bool spreading = is_mig(*req) ? config.mig_allocation_policy == MigAllocationPolicy::Spread
-                                        : config.shared_devices_allocation_policy == SharedAllocationPolicy::Distributed;
-    if (spreading) spread(scorer, groups, need, picks);
-    else pack(scorer, groups, need, picks);
+    const bool mig = is_mig(*req);
+    if (packs(config, mig)) pack(scorer, groups, need, mig, picks);
+    else spread(scorer, groups, need, picks);
   }
   std::sort(picks.begin(), picks.end(), slot_less);
   std::vector<std::string> out;

@@ -3,8 +3,11 @@
 // Pure functions over the ResourcePlan's Resource and the Inventory's Topology; no I/O.
 //
 // THE SCORE (what "best" means), compared lexicographically, larger is better:
-//  1. load      only for shared (replica) and MIG resources: distributed/spread prefers the least
-//               allocated GPUs, packed/same-parent is a greedy fill (see preferred.cpp);
+//  1. load      only for shared (replica) and MIG resources, by sharedDevicesAllocationPolicy
+//               (kgpu.migAllocationPolicy overrides it for MIG): distributed/spread prefers the
+//               least allocated GPUs, packed/same-parent is a greedy fill (for MIG devices
+//               starting on a parent able to hold the whole request when there is one; see
+//               preferred.cpp);
 //  2. affinity  the sum over every pair of chosen GPUs (must-include ones too) of the pair score,
 //               itself lexicographic: NVLink lanes joining the pair first, then PCIe proximity
 //               (same board 6, single switch 5, multiple switches 4, host bridge 3, same NUMA

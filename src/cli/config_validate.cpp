@@ -1,6 +1,7 @@
 // `kgpu config validate FILE [--strict] [--mps-root PATH]`: every problem in a config file at once,
-// located by line and column; exit status 1 when there is any error (warnings alone exit 0). An
-// error here is exactly what makes `kgpu plugin` refuse the file.
+// located by line and column, and the warnings `kgpu plugin` logs for the file at start (keys it
+// accepts without effect); exit status 1 when there is any error (warnings alone exit 0). An error
+// here is exactly what makes `kgpu plugin` refuse the file.
 #include <iostream>
 #include <memory>
 
@@ -28,6 +29,10 @@ void setup_config(CLI::App& root) {
   validate->callback([options] {
     const kgpu::LoadedConfig loaded = kgpu::validate_config_file(options->file, options->strict, options->mps_root);
     std::cout << kgpu::format_diagnostics(loaded.diagnostics);
+    // What the daemon warns about at start for this file (a key kgpu accepts but ignores): not
+    // "ok" silently when `kgpu plugin` would say it.
+    for (const auto& note : kgpu::describe_compatibility_only(loaded))
+      std::cout << options->file << ": warning: " << note << "\n";
     const bool failed = kgpu::has_errors(loaded.diagnostics);
     if (!failed) std::cout << options->file << ": ok\n";
     kgpu::cli::set_exit_code(failed ? 1 : 0);

@@ -137,6 +137,13 @@ class Child {
   std::optional<int> status_;
 };
 
+// The first folder holding `file`, or the last candidate (named in the error) when none does.
+std::string first_holding(const std::vector<std::string>& dirs, const std::string& file) {
+  for (const auto& d : dirs)
+    if (fs::exists(fs::path(d) / file)) return d;
+  return dirs.back();
+}
+
 void show_log(const std::string& log) {
   std::ifstream in(log);
   std::cout << "---- plugin log (" << log << ") ----\n" << in.rdbuf() << "\n----\n";
@@ -148,15 +155,24 @@ int run_demo(const DemoArgs& args) {
   ::signal(SIGPIPE, SIG_IGN);
   std::string exe = self_exe();
   std::string source = find_source_dir(exe);
-  std::string nvml_dir = !args.fake_nvml_dir.empty() ? args.fake_nvml_dir
-                          : env_or("KGPU_FAKE_NVML_DIR", (fs::path(exe).parent_path() / "../../tests/fake-nvml").lexically_normal().string());
-  // The plugin's own variable first, so that one `export` serves `kgpu demo` and `kgpu plugin` alike.
+  // Without a flag or variable: next to the binary (a release unpacked into one folder), then the
+  // build tree's tests/fake-nvml (build/src/cli/kgpu).
+  const fs::path exe_dir = fs::path(exe).parent_path();
+  const std::string build_dir = (exe_dir / "../../tests/fake-nvml").lexically_normal().string();
+  std::string nvml_dir = !args.fake_nvml_dir.empty()
+                             ? args.fake_nvml_dir
+                             : env_or("KGPU_FAKE_NVML_DIR", first_holding({exe_dir.string(), build_dir}, "libnvidia-ml.so.1"));
+  // The plugin's own variable first, so that one `export` serves `kgpu demo` and `kgpu plugin` alike;
+  // then the source tree's fleet, then one next to the binary.
+  std::string default_fleet = source.empty() ? "" : source + "/tests/fixtures/fleets/dgx-a100.yaml";
+  if (default_fleet.empty() && fs::exists(exe_dir / "dgx-a100.yaml"))
+    default_fleet = (exe_dir / "dgx-a100.yaml").string();
   std::string fleet = !args.fleet.empty() ? args.fleet
-                       : env_or("KGPU_FAKE_NVML_FLEET",
-                                env_or("KGPU_DEMO_FLEET", source.empty() ? "" : source + "/tests/fixtures/fleets/dgx-a100.yaml"));
+                       : env_or("KGPU_FAKE_NVML_FLEET", env_or("KGPU_DEMO_FLEET", default_fleet));
   if (!fs::exists(nvml_dir + "/libnvidia-ml.so.1")) {
     std::cerr << "demo: the simulated NVML library is not at " << nvml_dir
-              << "/libnvidia-ml.so.1; pass --fake-nvml-dir DIR or set KGPU_FAKE_NVML_DIR to the folder holding it (a "
+              << "/libnvidia-ml.so.1 (nor next to " << exe
+              << "); pass --fake-nvml-dir DIR or set KGPU_FAKE_NVML_DIR to the folder holding it (a "
                  "build has it in build/tests/fake-nvml: cmake --build build --target fake_nvml)\n";
     return 1;
   }
@@ -307,8 +323,11 @@ void setup_demo(CLI::App& root) {
   auto args = std::make_shared<DemoArgs>();
   auto* cmd = root.add_subcommand("demo", "Run the plugin on a simulated DGX A100 node against a simulated kubelet");
   cmd->add_option("--fake-nvml-dir", args->fake_nvml_dir,
-                  "Folder with the simulated libnvidia-ml.so.1 (default: $KGPU_FAKE_NVML_DIR or next to the build)");
-  cmd->add_option("--fleet", args->fleet, "Fleet file (default: $KGPU_FAKE_NVML_FLEET, $KGPU_DEMO_FLEET or tests/fixtures/fleets/dgx-a100.yaml)");
+                  "Folder with the simulated libnvidia-ml.so.1 (default: $KGPU_FAKE_NVML_DIR, else the binary's "
+                  "folder, else the build's tests/fake-nvml)");
+  cmd->add_option("--fleet", args->fleet,
+                  "Fleet file (default: $KGPU_FAKE_NVML_FLEET, $KGPU_DEMO_FLEET, tests/fixtures/fleets/dgx-a100.yaml of "
+                  "the source tree, or dgx-a100.yaml next to the binary)");
   cmd->add_flag("--keep", args->keep, "Keep the temp dir (and the plugin's log)");
   cmd->add_option("--timeout", args->timeout_s, "Seconds each step may take")->capture_default_str();
   cmd->callback([args] { kgpu::cli::set_exit_code(run_demo(*args)); });

@@ -11,6 +11,7 @@
 // kgpu.dra.gpus says (dra/api_share.h), as the plugin logs it.
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -47,19 +48,27 @@ struct DevicesArgs {
 };
 
 using Causes = std::map<std::string, std::string>;  // device ID -> why it is Unhealthy
+using Withheld = std::map<std::string, std::string>;  // resource -> why the plugin does not advertise it
 
 // Overlays the running plugin's advertised health on the plan (and marks a GPU unhealthy when any
 // of its advertised IDs is). An MPS resource whose control daemon is not ready is withheld by the
 // plugin, so it has no socket: that is said as such. Returns how many resources the plugin should
 // serve but could not be reached for (each is reported as a problem).
 size_t overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgpu::ResourcePlan& plan,
-                           const Causes& causes) {
+                           const Causes& causes, Withheld& withheld) {
   const std::string dir = kgpu::server::plugin_dir_of(config.kubelet_socket);
   std::map<std::string, std::string> unhealthy_gpu;  // UUID -> cause
   size_t unreachable = 0;
+  // Causes come from the plugin's /metrics; without --metrics-addr (the chart's default) say where
+  // else to look, once, rather than leave the operator guessing.
+  const std::string unknown_cause = config.metrics_addr.empty()
+                                        ? "not known here (no --metrics-addr: see the hint below)"
+                                        : "advertised Unhealthy by the running plugin (see its log for the cause)";
+  bool hint = false;
   for (auto& r : plan.resources) {
     if (!kgpu::mps_ready(config, r)) {
-      plan.problems.push_back("live: " + r.name + " is withheld: " + kgpu::mps_waiting_reason(config, r));
+      withheld[r.name] = kgpu::mps_waiting_reason(config, r);
+      plan.problems.push_back("live: " + r.name + " is withheld: " + withheld[r.name]);
       continue;
     }
     std::string socket = dir + "/" + kgpu::server::socket_file_name(r.name);
@@ -76,11 +85,17 @@ size_t overlay_live_health(const kgpu::Config& config, kgpu::Inventory& inv, kgp
       if (it == healthy.end()) continue;
       d.healthy = it->second;
       auto cause = causes.find(d.id);
-      if (!d.healthy)
-        unhealthy_gpu[d.id.substr(0, d.id.find("::"))] =
-            cause != causes.end() ? cause->second : "advertised Unhealthy by the running plugin (see its log for the cause)";
+      if (!d.healthy) {
+        unhealthy_gpu[d.id.substr(0, d.id.find("::"))] = cause != causes.end() ? cause->second : unknown_cause;
+        hint |= cause == causes.end() && config.metrics_addr.empty();
+      }
     }
   }
+  if (hint)
+    plan.problems.push_back(
+        "live: the causes of Unhealthy devices are read from the running plugin's /metrics, and no --metrics-addr "
+        "is given (the Helm chart serves it only with metrics.enabled: true): pass the plugin's --metrics-addr, "
+        "or read the causes in the plugin's log (kubectl logs <kgpu pod> -c kgpu | grep -i unhealthy)");
   for (auto& g : inv.gpus)
     if (auto it = unhealthy_gpu.find(g.uuid); it != unhealthy_gpu.end() && g.health.healthy)
       g.health = {false, it->second};
@@ -168,7 +183,8 @@ std::string gib(uint64_t bytes) {
   return buf;
 }
 
-nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, const Causes& causes) {
+nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, const Causes& causes,
+                       const Withheld& withheld) {
   nlohmann::json j;
   j["driverVersion"] = inv.driver_version;
   j["gpus"] = nlohmann::json::array();
@@ -187,9 +203,13 @@ nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& pla
   j["resources"] = nlohmann::json::array();
   for (const auto& r : plan.resources) {
     nlohmann::json jr{{"name", r.name}, {"sharing", kgpu::to_string(r.sharing)}, {"replicas", r.replicas}};
+    const auto held_back = withheld.find(r.name);
+    if (held_back != withheld.end()) jr["withheld"] = held_back->second;
     jr["devices"] = nlohmann::json::array();
     for (const auto& d : r.devices) {
-      nlohmann::json jd{{"id", d.id}, {"health", d.healthy ? "Healthy" : "Unhealthy"}, {"numaNodes", d.numa_nodes}};
+      nlohmann::json jd{{"id", d.id},
+                        {"health", held_back != withheld.end() ? "Withheld" : d.healthy ? "Healthy" : "Unhealthy"},
+                        {"numaNodes", d.numa_nodes}};
       if (auto it = causes.find(d.id); !d.healthy && it != causes.end()) jd["cause"] = it->second;
       jr["devices"].push_back(jd);
     }
@@ -200,7 +220,8 @@ nlohmann::json to_json(const kgpu::Inventory& inv, const kgpu::ResourcePlan& pla
   return j;
 }
 
-void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, const Causes& causes) {
+void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, const Causes& causes,
+                const Withheld& withheld) {
   std::cout << "GPUs: " << inv.gpus.size();
   if (!inv.driver_version.empty()) std::cout << " (driver " << inv.driver_version << ")";
   std::cout << "\n";
@@ -213,13 +234,17 @@ void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, cons
   }
   std::cout << "Resources: " << plan.resources.size() << "\n";
   for (const auto& r : plan.resources) {
+    // A withheld resource is not advertised at all: its devices are neither healthy nor unhealthy.
+    const bool held_back = withheld.count(r.name) > 0;
     size_t healthy = 0;
     for (const auto& d : r.devices) healthy += d.healthy;
-    std::cout << "  " << r.name << ": " << r.devices.size() << " devices (" << healthy << " healthy)";
+    std::cout << "  " << r.name << ": " << r.devices.size() << " devices ";
+    if (held_back) std::cout << "(withheld, none advertised: " << withheld.at(r.name) << ")";
+    else std::cout << "(" << healthy << " healthy)";
     if (r.sharing != kgpu::SharingKind::None) std::cout << ", " << kgpu::to_string(r.sharing) << " x" << r.replicas;
     std::cout << "\n";
     for (const auto& d : r.devices) {
-      std::cout << "    " << d.id << "  " << (d.healthy ? "Healthy" : "Unhealthy");
+      std::cout << "    " << d.id << "  " << (held_back ? "Withheld" : d.healthy ? "Healthy" : "Unhealthy");
       for (auto n : d.numa_nodes) std::cout << "  numa " << n;
       if (auto it = causes.find(d.id); !d.healthy && it != causes.end()) std::cout << "  cause: " << it->second;
       std::cout << "\n";
@@ -229,11 +254,48 @@ void print_text(const kgpu::Inventory& inv, const kgpu::ResourcePlan& plan, cons
   for (const auto& p : plan.problems) std::cout << "problem: " << p << "\n";
 }
 
+// --live when the config file on disk is invalid: exactly when the operator needs the live view,
+// and the running plugin still serves its last valid config. Nothing of the file can be planned,
+// so the plugin's own sockets (kgpu-*.sock in the kubelet's folder, which flags and environment
+// still name) are listed with what each advertises. Exit 1: the file needs fixing.
+int print_live_from_sockets(const DevicesArgs& args) {
+  kgpu::ConfigFlags flags = args.flags;
+  flags.values.erase("configFile");
+  auto env = kgpu::process_environment();
+  env.erase("CONFIG_FILE");
+  env.erase("GFD_CONFIG_FILE");
+  auto without_file = kgpu::load_config(flags, env, false);
+  if (!without_file) return 1;  // the flags themselves are wrong: said above
+  const std::string dir = kgpu::server::plugin_dir_of(without_file->config.kubelet_socket);
+  std::cout << "The config file on disk is invalid (above); the running plugin keeps serving its last valid one.\n"
+            << "Live, from the plugin's sockets in " << dir << ":\n";
+  std::vector<std::string> sockets;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("kgpu-") && name.ends_with(".sock")) sockets.push_back(name);
+  }
+  std::sort(sockets.begin(), sockets.end());
+  if (sockets.empty()) std::cout << "  no kgpu socket (is kgpu plugin running with this --kubelet-socket?)\n";
+  for (const auto& name : sockets) {
+    auto live = kgpu::server::read_device_list(dir + "/" + name, std::chrono::seconds(2));
+    if (!live) {
+      std::cout << "  " << name << ": not answering (" << live.error().message << ")\n";
+      continue;
+    }
+    size_t healthy = 0;
+    for (const auto& d : live->devices()) healthy += d.health() == "Healthy";
+    std::cout << "  " << name << ": " << live->devices_size() << " devices (" << healthy << " healthy)\n";
+    for (const auto& d : live->devices()) std::cout << "    " << d.id() << "  " << d.health() << "\n";
+  }
+  return 1;
+}
+
 int run_devices(const DevicesArgs& args) {
   auto loaded = kgpu::cli::load_config_as_daemon(args.flags, false);
   if (!loaded) {
     std::cerr << "invalid configuration:\n" << loaded.error().message << "\n";
-    return 1;
+    return args.live ? print_live_from_sockets(args) : 1;
   }
   const auto& config = loaded->config;
   // Which config this is and why (the Node label's choice under a per-node config), so that what
@@ -253,9 +315,10 @@ int run_devices(const DevicesArgs& args) {
   auto plan = kgpu::plan(config, *inv);
   size_t unreachable = 0;
   Causes causes;
+  Withheld withheld;
   if (args.live) {
     causes = live_causes(config, plan);
-    unreachable = overlay_live_health(config, *inv, plan, causes);
+    unreachable = overlay_live_health(config, *inv, plan, causes, withheld);
     report_held_devices(config, *inv, plan);
   }
   // A script asking the live state must not take "not running" for "nothing wrong".
@@ -273,7 +336,7 @@ int run_devices(const DevicesArgs& args) {
     shares = kgpu::dra::shared_gpu_use(*inv, shareable, checkpointed_claims(config, plan));
   }
   if (args.output == "json") {
-    auto j = to_json(*inv, plan, causes);
+    auto j = to_json(*inv, plan, causes, withheld);
     j["config"] = {{"file", config.config_file}, {"origin", config_origin}};
     if (args.live && config.dra.enabled) j["memoryShares"] = kgpu::dra::share_use_json(shares);
     j["nvml"] = nvml_path;
@@ -291,7 +354,7 @@ int run_devices(const DevicesArgs& args) {
   }
   std::cout << "Config: " << config_file << " (" << config_origin << ")\n";
   std::cout << "NVML: " << nvml_path << "\n";
-  print_text(*inv, plan, causes);
+  print_text(*inv, plan, causes, withheld);
   if (!shares.empty()) std::cout << "DRA memory shares:\n" << kgpu::dra::share_use_text(shares);
   if (args.prefer > 0) {
     for (const auto& r : plan.resources) {

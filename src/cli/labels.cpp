@@ -11,9 +11,13 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <spdlog/fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/node_config_selector.h"
@@ -21,6 +25,7 @@
 #include "config/loader.h"
 #include "labels/context.h"
 #include "labels/feature_file.h"
+#include "labels/label_changes.h"
 #include "labels/labels.h"
 #include "plan/plan.h"
 #include "server/node_discovery.h"
@@ -71,19 +76,39 @@ int run_daemon(const kgpu::Config& config, kgpu::server::NodeDiscovery& discover
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   int signal_fd = ::signalfd(-1, &set, SFD_CLOEXEC);
+  // The GFD-only pod's log says what it does, as the plugin's labeller does: where, how often, and
+  // each write with what changed (an unchanged rewrite is a debug line, not noise every interval).
+  if (interval == std::chrono::nanoseconds::max())
+    spdlog::info("labels: writing {} now and on SIGHUP (sleep interval infinite)", config.gfd_output_file);
+  else
+    spdlog::info("labels: writing {} every {}s and on SIGHUP", config.gfd_output_file,
+                 std::chrono::duration_cast<std::chrono::seconds>(interval).count());
+  std::optional<kgpu::Labels> last;
   do {
     auto labels = current_labels(config, discovery, start_time);
     if (!labels) {
-      std::cerr << labels.error().message << "\n";
+      spdlog::error("labels: {}", labels.error().message);
       return 1;
     }
-    if (auto written = kgpu::write_feature_file(config.gfd_output_file, *labels); !written)
-      std::cerr << written.error().message << "\n";
+    if (auto written = kgpu::write_feature_file(config.gfd_output_file, *labels); !written) {
+      spdlog::error("labels: {}", written.error().message);
+      continue;
+    }
+    const auto changed = kgpu::changed_label_keys(last ? *last : kgpu::Labels{}, *labels);
+    if (!last) spdlog::info("labels: wrote {} labels to {}", labels->size(), config.gfd_output_file);
+    else if (!changed.empty())
+      spdlog::info("labels: wrote {} labels to {}; changed: {}", labels->size(), config.gfd_output_file,
+                   fmt::join(changed, ", "));
+    else spdlog::debug("labels: rewrote {} labels to {}, none changed", labels->size(), config.gfd_output_file);
+    last = std::move(*labels);
   } while (wait_next_round(signal_fd, interval));
   ::close(signal_fd);
-  if (!config.keep_labels_on_exit) {
-    if (auto removed = kgpu::remove_feature_file(config.gfd_output_file); !removed)
-      std::cerr << removed.error().message << "\n";
+  if (config.keep_labels_on_exit) {
+    spdlog::info("labels: leaving {} in place (keepLabelsOnExit)", config.gfd_output_file);
+  } else if (auto removed = kgpu::remove_feature_file(config.gfd_output_file); !removed) {
+    spdlog::error("labels: {}", removed.error().message);
+  } else {
+    spdlog::info("labels: removed {}", config.gfd_output_file);
   }
   return 0;
 }

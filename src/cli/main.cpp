@@ -1,6 +1,8 @@
 // kgpu: one executable, many subcommands (see DESIGN.md). Subcommands register themselves.
-// Usage errors (an unknown or misspelled flag, a missing or bad value) exit 2 with the subcommand's
-// name, a did-you-mean for a misspelled flag, and where to find the help; --help and --version exit 0.
+// Usage errors (an unknown or misspelled flag or subcommand, a missing or bad value) exit 2 with the
+// subcommand's name, a did-you-mean for a misspelled flag or subcommand, and where to find the help;
+// --help and --version exit 0.
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -31,8 +33,9 @@ std::string command_path(const CLI::App* app) {
   return path;
 }
 
-// "--mig-stratgy=x" -> "--mig-stratgy"; the words CLI11 names as not expected.
-std::vector<std::string> unexpected_flags(const std::string& message) {
+// The words CLI11 names as not expected ("... not expected: devcies, --mig-stratgy=x"), flags
+// without their "=value".
+std::vector<std::string> unexpected_words(const std::string& message) {
   std::vector<std::string> out;
   const auto colon = message.find(':');
   if (colon == std::string::npos) return out;
@@ -44,6 +47,7 @@ std::vector<std::string> unexpected_flags(const std::string& message) {
     if (end == std::string::npos) end = rest.size();
     std::string word = rest.substr(pos, end - pos);
     if (word.size() > 1 && word[0] == '-') out.push_back(word.substr(0, word.find('=')));
+    else if (!word.empty()) out.push_back(word);
     pos = end;
   }
   return out;
@@ -60,13 +64,31 @@ std::vector<std::string> flag_names(const CLI::App* app) {
   return out;
 }
 
+// The names of `app`'s own subcommands ("plugin", "devices"; "generate" under "cdi").
+std::vector<std::string> subcommand_names(const CLI::App* app) {
+  std::vector<std::string> out;
+  for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; }))
+    out.push_back(sub->get_name());
+  return out;
+}
+
 int usage_error(const CLI::App& app, const CLI::ParseError& e) {
   const CLI::App* where = innermost(&app);
   std::cerr << command_path(where) << ": " << e.what() << "\n";
-  const auto names = flag_names(where);
-  for (const auto& flag : unexpected_flags(e.what())) {
-    const std::string guess = closest_match(flag, names);
-    if (!guess.empty()) std::cerr << "  " << flag << ": did you mean " << guess << "?\n";
+  const auto flags = flag_names(where);
+  const auto commands = subcommand_names(where);
+  auto words = unexpected_words(e.what());
+  // "A subcommand is required" names no word: the ones the parser left over are the misspelling.
+  // (Left over in the subcommand, or in a parent: `kgpu config valdate` leaves it to kgpu.)
+  if (!commands.empty())
+    for (const CLI::App* a = where; a; a = a->get_parent())
+      for (const auto& left : a->remaining())
+        if (!left.empty() && left[0] != '-' && std::find(words.begin(), words.end(), left) == words.end())
+          words.push_back(left);
+  for (const auto& word : words) {
+    // A misspelled flag, or a misspelled subcommand ("kgpu devcies": did you mean devices?).
+    const std::string guess = closest_match(word, word[0] == '-' ? flags : commands);
+    if (!guess.empty()) std::cerr << "  " << word << ": did you mean " << guess << "?\n";
   }
   std::cerr << "Run '" << command_path(where) << " --help' for the flags it takes.\n";
   return 2;

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "config/config_changes.h"
 #include "config/loader.h"
 #include "server/daemon.h"
 #include "server/node_discovery.h"
@@ -41,22 +42,25 @@ void log_lines(spdlog::level::level_enum level, const std::string& text) {
     if (!line.empty()) spdlog::log(level, "{}", line);
 }
 
-// The effective configuration, one line per setting that is not at its default, with where its
-// value came from (as --print-config shows it), so that an environment variable the chart sets
-// over the ConfigMap shows in the log at once.
-void log_effective_config(const kgpu::LoadedConfig& loaded, const char* when) {
-  std::istringstream in(kgpu::describe_effective_config(loaded));
-  size_t shown = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line.ends_with("(default)")) continue;
-    std::string compact;  // the key's padding collapsed
-    for (char c : line)
-      if (c != ' ' || compact.empty() || compact.back() != ' ') compact += c;
-    spdlog::info("config ({}): {}", when, compact);
-    ++shown;
-  }
-  if (shown == 0) spdlog::info("config ({}): every setting at its default", when);
-  for (const auto& note : kgpu::describe_compatibility_only(loaded)) spdlog::warn("config ({}): {}", when, note);
+// The effective configuration at start, one line per setting that is not at its default, with
+// where its value came from (as --print-config shows it), so that an environment variable the
+// chart sets over the ConfigMap shows in the log at once. Returns the lines, for later reloads.
+std::vector<std::string> log_effective_config(const kgpu::LoadedConfig& loaded) {
+  auto lines = kgpu::effective_config_lines(loaded);
+  for (const auto& line : lines) spdlog::info("config (start): {}", line);
+  if (lines.empty()) spdlog::info("config (start): every setting at its default");
+  for (const auto& note : kgpu::describe_compatibility_only(loaded)) spdlog::warn("config (start): {}", note);
+  return lines;
+}
+
+// A reload logs what changed since the configuration logged last, not the whole of it again.
+void log_config_changes(const kgpu::LoadedConfig& loaded, std::vector<std::string>& shown) {
+  auto lines = kgpu::effective_config_lines(loaded);
+  const auto changes = kgpu::config_line_changes(shown, lines);
+  for (const auto& change : changes) spdlog::info("config (reload): {}", change);
+  if (changes.empty()) spdlog::info("config (reload): no setting changed");
+  for (const auto& note : kgpu::describe_compatibility_only(loaded)) spdlog::warn("config (reload): {}", note);
+  shown = std::move(lines);
 }
 
 int run_plugin(const PluginArgs& args) {
@@ -79,7 +83,8 @@ int run_plugin(const PluginArgs& args) {
     std::cout << kgpu::describe_effective_config(*loaded);
     return 0;
   }
-  log_effective_config(*loaded, "start");
+  // Only the daemon's loop runs reloads (one at a time), so the reload callback alone touches this.
+  auto shown_config = std::make_shared<std::vector<std::string>>(log_effective_config(*loaded));
   // Before any thread exists, so that only the daemon's signalfd receives the signals.
   kgpu::server::Daemon::block_signals();
   const kgpu::Config& config = loaded->config;
@@ -87,12 +92,12 @@ int run_plugin(const PluginArgs& args) {
   kgpu::server::DaemonOptions options;
   options.config = config;
   options.discover = [discovery](const kgpu::Config& c) { return discovery->discover(c); };
-  options.reload_config = [&args, selector = node_config.get(),
-                           started_dra = config.dra]() -> kgpu::Result<kgpu::Config> {
+  options.reload_config = [&args, selector = node_config.get(), started_dra = config.dra,
+                           shown_config]() -> kgpu::Result<kgpu::Config> {
     auto reloaded = kgpu::cli::load_config_for_node(args.flags, kgpu::process_environment(), args.strict, selector);
     if (!reloaded) return reloaded.error();
     log_lines(spdlog::level::warn, kgpu::format_diagnostics(reloaded->diagnostics));
-    log_effective_config(*reloaded, "reload");
+    log_config_changes(*reloaded, *shown_config);
     // The DRA driver's sockets, slices and claim checkpoint are set up once; switching them live
     // could strand prepared claims, so a change waits for the next start (and says so).
     if (reloaded->config.dra != started_dra)

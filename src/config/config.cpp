@@ -30,7 +30,12 @@ const char* to_string(SharedAllocationPolicy p) {
 }
 
 const char* to_string(MigAllocationPolicy p) {
-  return p == MigAllocationPolicy::SameParent ? "same-parent" : "spread";
+  switch (p) {
+    case MigAllocationPolicy::Shared: return "shared";
+    case MigAllocationPolicy::SameParent: return "same-parent";
+    case MigAllocationPolicy::Spread: return "spread";
+  }
+  return "shared";
 }
 
 const char* to_string(XidAction a) {

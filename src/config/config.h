@@ -17,7 +17,11 @@ enum class MigStrategy { None, Single, Mixed };
 enum class DeviceListStrategy { EnvVar, VolumeMounts, CdiAnnotations, CdiCri };
 enum class DeviceIdStrategy { Uuid, Index };
 enum class SharedAllocationPolicy { Distributed, Packed };
-enum class MigAllocationPolicy { SameParent, Spread };
+// How MIG devices are picked: Shared follows SharedAllocationPolicy (NVIDIA's
+// sharedDevicesAllocationPolicy governs replicas and MIG alike, v0.20); SameParent and Spread are
+// kgpu's older names, kept as an alias that overrides it for MIG (same-parent = packed, spread =
+// distributed).
+enum class MigAllocationPolicy { Shared, SameParent, Spread };
 
 const char* to_string(MigStrategy);
 const char* to_string(DeviceListStrategy);
@@ -166,7 +170,7 @@ struct Config {
   std::string cdi_kind = "k8s.device-plugin.nvidia.com/gpu";
   std::string metrics_addr;  // empty: off
   bool gpu_telemetry = true;  // GPU series under dcgm-exporter's names on /metrics (KGPU_GPU_TELEMETRY)
-  MigAllocationPolicy mig_allocation_policy = MigAllocationPolicy::SameParent;
+  MigAllocationPolicy mig_allocation_policy = MigAllocationPolicy::Shared;
   HealthConfig health;
   std::vector<std::string> backends = {"auto"};  // auto | nvidia | amd | intel | generic
   std::vector<GenericDeviceGroup> device_groups;  // kgpu.deviceGroups (sysfs/generic_group.h)

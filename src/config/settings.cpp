@@ -227,7 +227,8 @@ std::vector<Setting> build_settings() {
                    &Config::container_driver_root));
   t.push_back(enumeration("flags.plugin.sharedDevicesAllocationPolicy", "shared devices allocation policy",
                           {"--shared-devices-allocation-policy"}, {"SHARED_DEVICES_ALLOCATION_POLICY"},
-                          "how replicas of shared GPUs are picked", &Config::shared_devices_allocation_policy,
+                          "how replicas of shared GPUs and MIG devices are picked",
+                          &Config::shared_devices_allocation_policy,
                           std::vector{SharedAllocationPolicy::Distributed, SharedAllocationPolicy::Packed}));
   t.push_back(boolean("flags.gfd.oneshot", {"--oneshot"}, {"GFD_ONESHOT"}, "label once and exit",
                       &Config::gfd_oneshot));
@@ -291,8 +292,12 @@ std::vector<Setting> build_settings() {
                       "GPU telemetry on /metrics under dcgm-exporter's names (with --metrics-addr)",
                       &Config::gpu_telemetry));
   t.push_back(enumeration("kgpu.migAllocationPolicy", "MIG allocation policy", {"--mig-allocation-policy"},
-                          {"KGPU_MIG_ALLOCATION_POLICY"}, "MIG devices from one GPU or spread", &Config::mig_allocation_policy,
-                          std::vector{MigAllocationPolicy::SameParent, MigAllocationPolicy::Spread}));
+                          {"KGPU_MIG_ALLOCATION_POLICY"},
+                          "MIG devices: shared follows sharedDevicesAllocationPolicy; same-parent (packed) or spread "
+                          "(distributed) overrides it for MIG",
+                          &Config::mig_allocation_policy,
+                          std::vector{MigAllocationPolicy::Shared, MigAllocationPolicy::SameParent,
+                                      MigAllocationPolicy::Spread}));
   {
     Setting s;
     s.key = "kgpu.backends";

@@ -99,6 +99,7 @@ void Metrics::add_exposition(Exposition exposition) {
 
 void Metrics::count_reload(bool ok) noexcept {
   (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed);
+  config_invalid_.store(!ok, std::memory_order_relaxed);
 }
 
 std::vector<std::string> Metrics::active_resources() const {
@@ -136,6 +137,9 @@ void Metrics::set_unhealthy_devices(std::vector<DeviceCause> causes) {
 std::string Metrics::not_ready_reason() const {
   if (!planned_.load(std::memory_order_acquire)) return "not ready: no device plan applied yet\n";
   std::string why;
+  if (config_invalid_.load(std::memory_order_relaxed))
+    why += "not ready: the configuration file on disk is invalid; the last valid one is still served (the log's "
+           "\"reload:\" lines say why; kgpu config validate FILE)\n";
   {
     std::lock_guard lock(plan_state_mutex_);
     for (const auto& [name, reason] : withheld_) why += "not ready: " + name + " is withheld: " + reason + "\n";
@@ -340,6 +344,9 @@ std::string Metrics::render() const {
          format_value(reloads_ok_.load(std::memory_order_relaxed)));
   sample(out, "kgpu_config_reloads_total", {{"result", "error"}},
          format_value(reloads_failed_.load(std::memory_order_relaxed)));
+  family(out, "kgpu_config_invalid", "gauge",
+         "1 while the configuration file on disk is invalid and the last valid one is served, else 0.");
+  sample(out, "kgpu_config_invalid", {}, config_invalid_.load(std::memory_order_relaxed) ? "1" : "0");
 
   // Copy the list, then render unlocked: a slow exporter must not block add_exposition.
   std::vector<std::shared_ptr<const Exposition>> expositions;

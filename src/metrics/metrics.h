@@ -116,6 +116,8 @@ class Metrics {
   // thread-safe and must not throw; it must stay valid as long as the registry renders.
   using Exposition = std::function<void(std::string& out)>;
   void add_exposition(Exposition exposition);
+  // Counts a reload; a failed one also marks the configuration on disk invalid (the daemon keeps
+  // its last valid plan) until a reload succeeds: kgpu_config_invalid and a /readyz reason.
   void count_reload(bool ok) noexcept;
 
   // Names of the resources currently shown (not retired), sorted.
@@ -129,8 +131,9 @@ class Metrics {
   void set_withheld(std::map<std::string, std::string> why);
   // Every device ID advertised Unhealthy now, with its cause; replaced as a whole on every plan.
   void set_unhealthy_devices(std::vector<DeviceCause> causes);
-  // The /readyz answer: empty when ready (all_registered and nothing withheld), otherwise one
-  // sentence per reason, so that a probe's failure message says what to look at.
+  // The /readyz answer: empty when ready (all_registered, nothing withheld, the configuration on
+  // disk valid), otherwise one sentence per reason, so that a probe's failure message says what to
+  // look at.
   std::string not_ready_reason() const;
 
   // Prometheus text exposition format 0.0.4, families and series in a stable order.
@@ -141,6 +144,7 @@ class Metrics {
   const double start_time_seconds_;
   std::atomic<uint64_t> reloads_ok_{0};
   std::atomic<uint64_t> reloads_failed_{0};
+  std::atomic<bool> config_invalid_{false};
   std::atomic<bool> planned_{false};
 
   mutable std::shared_mutex resources_mutex_;

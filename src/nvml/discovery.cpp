@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -315,6 +316,20 @@ class Discoverer {
     if (!note(f, max, false) || !max) return;
     auto slots = check_mig_device_count(*max);
     if (slots.problem) warn(label(g), *slots.problem);
+    // A GPU instance reports its profile's ID (nvidia-smi mig -lgip: 19 for A100's 1g.5gb, 20 for
+    // 1g.5gb+me), while the suffixes follow the profile's index (NVML_GPU_INSTANCE_PROFILE_*): map
+    // one to the other as go-nvlib does, by asking each index for its ID, once per GPU.
+    std::optional<std::map<unsigned, unsigned>> profile_index_by_id;
+    auto profile_index = [&](unsigned id) -> std::optional<unsigned> {
+      if (!profile_index_by_id) {
+        profile_index_by_id.emplace();
+        for (unsigned index = 0; index <= NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME; ++index)
+          if (auto info = nvml_.gpu_instance_profile_info(f.handle, index))
+            profile_index_by_id->emplace(info->id, index);
+      }
+      auto it = profile_index_by_id->find(id);
+      return it == profile_index_by_id->end() ? std::nullopt : std::optional<unsigned>(it->second);
+    };
     for (unsigned j = 0; j < slots.usable; ++j) {
       auto mig = nvml_.mig_device_by_index(f.handle, j);
       if (!mig) {
@@ -347,11 +362,11 @@ class Discoverer {
       m.encoders = static_cast<int>(attrs->sharedEncoderCount);
       m.jpeg_engines = static_cast<int>(attrs->sharedJpegCount);
       m.ofa_engines = static_cast<int>(attrs->sharedOfaCount);
-      // The GI profile id only decides suffixes such as "+me"; without it the base name stands.
+      // The GI profile only decides suffixes such as "+me"; without it the base name stands.
       std::optional<unsigned> gi_profile;
       if (auto gih = nvml_.gpu_instance_by_id(f.handle, *gi)) {
         if (auto info = nvml_.gpu_instance_info(*gih)) {
-          gi_profile = info->profileId;
+          gi_profile = profile_index(info->profileId);
           m.gi_profile_id = static_cast<int>(info->profileId);
           m.placement_start = static_cast<int>(info->placement.start);
           m.placement_size = static_cast<int>(info->placement.size);

@@ -24,10 +24,29 @@ uint64_t mig_memory_gb(uint64_t mig_memory_mib, uint64_t gpu_memory_bytes) {
 
 std::string mig_profile_name(int gpu_instance_slices, int compute_instance_slices, uint64_t mig_memory_mib,
                              uint64_t gpu_memory_bytes, std::optional<unsigned> gpu_instance_profile_id) {
+  // The suffixes NVIDIA's go-nvlib (and so its device plugin v0.20) names profiles with: each is a
+  // resource of its own there ("nvidia.com/mig-1g.24gb.me.all"), never counted with the base profile.
   std::string suffix;
-  if (gpu_instance_profile_id && (*gpu_instance_profile_id == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 ||
-                                  *gpu_instance_profile_id == NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1)) {
-    suffix = "+me";  // the REV1 profiles are the ones that own the media extensions
+  switch (gpu_instance_profile_id.value_or(NVML_GPU_INSTANCE_PROFILE_1_SLICE)) {
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1:
+      suffix = "+me";  // media extensions
+      break;
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME:
+      suffix = "+me.all";  // every media engine of the GPU
+      break;
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX:
+      suffix = "+gfx";  // graphics capable
+      break;
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME:
+      suffix = "-me";  // no media engines at all
+      break;
+    default:
+      break;
   }
   std::string gi = fmt::format("{}g.{}gb{}", gpu_instance_slices, mig_memory_gb(mig_memory_mib, gpu_memory_bytes),
                                suffix);

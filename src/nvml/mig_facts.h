@@ -18,8 +18,9 @@ namespace kgpu {
 // eighths, times the GPU's memory in GB rounded up ("1g.5gb" on a 40 GB A100 although 4864 MiB).
 uint64_t mig_memory_gb(uint64_t mig_memory_mib, uint64_t gpu_memory_bytes);
 
-// "1g.5gb", "1c.3g.20gb" (compute slices fewer than the GPU instance's), "1g.10gb+me" (media
-// extensions, from the GPU instance profile id).
+// "1g.5gb", "1c.3g.20gb" (compute slices fewer than the GPU instance's), and from the GPU instance
+// profile's index (NVML_GPU_INSTANCE_PROFILE_*, not the profile ID a GPU instance reports) the
+// suffixes NVIDIA names: "1g.10gb+me" (media extensions), "1g.24gb+me.all", "1g.24gb+gfx", "1g.24gb-me".
 std::string mig_profile_name(int gpu_instance_slices, int compute_instance_slices, uint64_t mig_memory_mib,
                              uint64_t gpu_memory_bytes, std::optional<unsigned> gpu_instance_profile_id);
 

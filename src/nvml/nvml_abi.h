@@ -152,6 +152,15 @@ typedef struct nvmlEventData_st {
 #define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7
 #define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8
 #define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9
+// Newer drivers' profiles (Blackwell and later); they only name suffixes here (mig_profile_name),
+// so COUNT stays the older headers' (the simulated NVML knows the profiles below it).
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX 0xA
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX 0xB
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX 0xC
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME 0xD
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME 0xE
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME 0xF
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME 0x10
 #define NVML_GPU_INSTANCE_PROFILE_COUNT 0xA
 
 #define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0x0

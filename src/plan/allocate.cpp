@@ -27,7 +27,9 @@ void add_mps_edits(const Config& config, const Inventory& inventory, const Resou
     int replicas = 1;
   };
   std::map<size_t, Share> per_gpu;  // by position in Inventory::gpus
+  std::unordered_set<std::string_view> seen;
   for (const auto& id : ids) {
+    if (!seen.insert(id).second) continue;  // a repeated ID is one replica, not two
     const AdvertisedDevice* d = resource.find(id);
     Share& s = per_gpu[d->gpu];
     ++s.received;
@@ -59,6 +61,15 @@ void add_mps_edits(const Config& config, const Inventory& inventory, const Resou
 
 }  // namespace
 
+std::vector<std::string> repeated_ids(const std::vector<std::string>& ids) {
+  std::unordered_set<std::string_view> seen;
+  std::unordered_set<std::string_view> reported;
+  std::vector<std::string> out;
+  for (const auto& id : ids)
+    if (!seen.insert(id).second && reported.insert(id).second) out.push_back(id);
+  return out;
+}
+
 Result<std::vector<BackingDevice>> backing_devices(const Inventory& inventory, const Resource& resource,
                                                    const std::vector<std::string>& ids) {
   if (ids.empty()) return Error::invalid(prefix(resource) + "no device IDs requested");
@@ -69,7 +80,7 @@ Result<std::vector<BackingDevice>> backing_devices(const Inventory& inventory, c
   out.reserve(ids.size());
   std::unordered_set<std::string_view> seen;
   for (const auto& id : ids) {
-    if (!seen.insert(id).second) return Error::invalid(prefix(resource) + "device \"" + id + "\" requested twice");
+    if (!seen.insert(id).second) continue;  // allocated once, as NVIDIA's plugin (v0.18+) does
     const AdvertisedDevice* d = resource.find(id);
     if (!d) return Error::invalid(prefix(resource) + "unknown device \"" + id + "\"");
     if (d->gpu >= inventory.gpus.size() || (d->mig && *d->mig >= inventory.gpus[d->gpu].mig_devices.size()))

@@ -4,8 +4,13 @@
 // them (deduplicated, request order kept) and builds the container edits (vendor edits plus, for
 // MPS, the pipe directory, shm and per-client limits).
 //
+// An ID repeated in one request is allocated once, as NVIDIA's plugin does since v0.18 (the kubelet
+// should never repeat one, but refusing the container for it helps nobody); repeated_ids() names
+// them for the caller's log.
+//
 // Errors are Error::invalid with a message naming the resource and the offending ID or limit:
-// empty request, unknown ID, duplicate ID, more than one replica when failRequestsGreaterThanOne.
+// empty request, unknown ID, more than one replica when failRequestsGreaterThanOne (counted over
+// the request as sent, as NVIDIA's plugin counts it).
 #include <functional>
 #include <string>
 #include <vector>
@@ -33,6 +38,9 @@ void resolve_optional_devices(ContainerEdits& edits, const PresenceCheck& presen
 // allocate() followed by resolve_optional_devices(): the response the kubelet gets.
 Result<ContainerEdits> allocate(const Config& config, const Inventory& inventory, const Resource& resource,
                                 const std::vector<std::string>& ids, const PresenceCheck& present);
+
+// The IDs that occur more than once in `ids`, each once, in order of first repetition.
+std::vector<std::string> repeated_ids(const std::vector<std::string>& ids);
 
 // The validation and mapping step of allocate() alone: the distinct devices behind `ids`, in
 // request order. Exposed for callers that need the physical devices (metrics, CDI) without edits.

@@ -483,11 +483,15 @@ struct Daemon::Impl {
     if (options.reload_config) {
       auto loaded = options.reload_config();
       if (!loaded) {
-        // One record per diagnostic line: a log pipeline keeps each error and hint whole.
+        // One record per diagnostic line: a log pipeline keeps each error and hint whole, and a
+        // warning of the file stays a warning (only its errors made the reload fail).
         spdlog::error("reload: the new configuration is invalid; keeping the current plan:");
         std::istringstream lines(loaded.error().message);
-        for (std::string line; std::getline(lines, line);)
-          if (!line.empty()) spdlog::error("reload: {}", line);
+        for (std::string line; std::getline(lines, line);) {
+          if (line.empty()) continue;
+          if (line.find(": warning: ") != std::string::npos) spdlog::warn("reload: {}", line);
+          else spdlog::error("reload: {}", line);
+        }
         if (options.events) options.events->config_reloaded(false);
         return;
       }

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -166,6 +167,10 @@ class DevicePluginService {
       return fail(Error::invalid("Allocate for " + resource_ + " carries no container requests"), "Allocate");
     for (const auto& creq : req.container_requests()) {
       std::vector<std::string> ids(creq.devices_ids().begin(), creq.devices_ids().end());
+      // Allocated once each (plan/allocate.h); said once per container request, not per ID.
+      if (const auto repeated = repeated_ids(ids); !repeated.empty())
+        spdlog::warn("Allocate for {}: device IDs requested more than once, each allocated once: {}", resource_,
+                     fmt::join(repeated, ", "));
       // passDeviceSpecs: control nodes only if they exist now (a few stats; h6, issue 21).
       auto edits = kgpu::allocate(state->config, state->inventory, *resource, ids, [](const std::string& path) {
         struct stat st {};

@@ -185,6 +185,16 @@ TEST_F(ChaosE2E, TwoHundredReloadsWithXids) {
   }
   // Final state: the MIG plan of the last valid config, GPU 3 still unhealthy, every MIG device
   // healthy (the ignored XIDs changed nothing), and the daemon still allocates.
+  // The MIG reload's wait above looks at two of its four resources; the other two may still be
+  // registering when the last (invalid) reload is logged: wait for all four.
+  ASSERT_TRUE(sim->wait_for(
+      [](const sim::Snapshot& s) {
+        for (const char* name : {"nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb", "nvidia.com/gpu"})
+          if (!s.find(name) || !s.find(name)->connected) return false;
+        return true;
+      },
+      20s))
+      << diagnostics(*plugin);
   auto snap = sim->snapshot();
   EXPECT_EQ(snap.find("nvidia.com/mig-1g.5gb")->healthy_count(), 9u);
   EXPECT_EQ(snap.find("nvidia.com/mig-2g.10gb")->healthy_count(), 4u);

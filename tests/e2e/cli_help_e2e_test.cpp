@@ -143,6 +143,11 @@ TEST_F(CliHelpE2E, UsageErrorsExitTwoWithADidYouMean) {
   EXPECT_EQ(no_command.rc, 2) << no_command.err;
   auto unknown = kgpu({"plugn"}, "unknown-command");
   EXPECT_EQ(unknown.rc, 2) << unknown.err;
+  EXPECT_NE(unknown.err.find("plugn: did you mean plugin?"), std::string::npos) << unknown.err;
+  auto nested = kgpu({"config", "valdate"}, "unknown-nested-command");
+  EXPECT_EQ(nested.rc, 2) << nested.err;
+  EXPECT_NE(nested.err.find("valdate: did you mean validate?"), std::string::npos) << nested.err;
+  EXPECT_NE(nested.err.find("Run 'kgpu config --help'"), std::string::npos) << nested.err;
 }
 
 TEST_F(CliHelpE2E, VersionNamesTheCommit) {

@@ -83,6 +83,12 @@ sharing:
   EXPECT_NE(out.find("live: nvidia.com/gpu is withheld: waiting for the MPS control daemon"), std::string::npos)
       << out;
   EXPECT_EQ(out.find("not being served"), std::string::npos) << "no raw socket error for a withheld resource\n" << out;
+  // Issue 41: not "32 devices (32 healthy)": none is advertised.
+  EXPECT_NE(out.find("nvidia.com/gpu: 32 devices (withheld, none advertised: waiting for the MPS control daemon"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("32 healthy"), std::string::npos) << out;
+  EXPECT_EQ(out.find("  Healthy\n"), std::string::npos) << out;
 }
 
 TEST_F(DayTwoE2E, DevicesLiveFailsWhenThePluginIsNotRunning) {
@@ -121,6 +127,51 @@ TEST_F(DayTwoE2E, DevicesLiveShowsTheCauseOfAnUnhealthyDevice) {
   EXPECT_NE(out.find("\"cause\": \"XID 79"), std::string::npos) << out;
 }
 
+// Issue 41, item 7: without --metrics-addr (the chart's default) --live cannot read causes, and
+// says so with where to find them instead of a bare "Unhealthy".
+TEST_F(DayTwoE2E, DevicesLiveWithoutMetricsSaysWhereTheCauseIs) {
+  fake_nvml::Control control(work.file("nvml.control"));
+  PluginOptions options;
+  options.env["KGPU_FAKE_NVML_CONTROL"] = control.path();
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("health: watching") != std::string::npos; }, 20s));
+  auto ids = sim->snapshot().find(kGpu)->device_ids();
+  ASSERT_TRUE(control.inject_xid(ids[3], 79));
+  ASSERT_TRUE(wait_health(kGpu, ids[3], "Unhealthy")) << diagnostics(*plugin);
+  std::string out, err;
+  EXPECT_EQ(devices_live({}, &out, &err), 0) << err << out;
+  EXPECT_NE(out.find("UNHEALTHY: not known here (no --metrics-addr: see the hint below)"), std::string::npos) << out;
+  EXPECT_NE(out.find("problem: live: the causes of Unhealthy devices are read from the running plugin's /metrics, "
+                     "and no --metrics-addr is given"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("metrics.enabled: true"), std::string::npos) << out;
+}
+
+// Issue 41, item 7: an invalid file on disk does not hide the live view: the plugin's sockets are
+// read and listed, saying the file is invalid (exit 1: it needs fixing).
+TEST_F(DayTwoE2E, DevicesLiveWithAnInvalidFileOnDiskStillShowsThePlugin) {
+  const std::string config = work.write("config.yaml", "version: v1\n");
+  PluginOptions options;
+  options.config_file = config;
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  const std::string bad = work.write("bad.yaml", "version: v1\nflags:\n  migStrategy: mixd\n");
+  std::filesystem::rename(bad, config);
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("keeping the current plan") != std::string::npos; },
+                         20s))
+      << diagnostics(*plugin);
+  std::string out, err;
+  EXPECT_EQ(devices_live({"--config-file", config}, &out, &err), 1) << err << out;
+  EXPECT_NE(err.find("invalid configuration:"), std::string::npos) << err;
+  EXPECT_NE(err.find("unknown MIG strategy \"mixd\""), std::string::npos) << err;
+  EXPECT_NE(out.find("The config file on disk is invalid (above); the running plugin keeps serving its last valid one."),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("kgpu-nvidia.com-gpu.sock: 8 devices (8 healthy)"), std::string::npos) << out;
+}
+
 // Issue 30, item 7: a failed reload logs the hints `config validate` gives, one record per line.
 TEST_F(DayTwoE2E, AFailedReloadLogsTheDidYouMeanHints) {
   const std::string config = work.write("config.yaml", "version: v1\n");
@@ -138,6 +189,32 @@ TEST_F(DayTwoE2E, AFailedReloadLogsTheDidYouMeanHints) {
   EXPECT_NE(log.find("reload: " + config + ":4:3: warning: unknown key \"mpsroot\" in flags; did you mean \"mpsRoot\"?"),
             std::string::npos)
       << log;
+  // Issue 41: the file's warning is logged as a warning, its error as an error.
+  EXPECT_NE(log.find("warning reload: " + config + ":4:3: warning: unknown key"), std::string::npos) << log;
+  EXPECT_NE(log.find("error reload: " + config + ":3:16: error: unknown MIG strategy"), std::string::npos) << log;
+}
+
+// Issue 41, item 7: a reload logs what changed, not every setting again.
+TEST_F(DayTwoE2E, AReloadLogsTheChangeOnly) {
+  const std::string config = work.write("config.yaml", "version: v1\nflags:\n  failOnInitError: false\n");
+  PluginOptions options;
+  options.config_file = config;
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  ASSERT_NE(plugin->stderr_text().find("config (start): flags.failOnInitError = false"), std::string::npos)
+      << diagnostics(*plugin);
+  const std::string next = work.write("next.yaml", "version: v1\nflags:\n  migStrategy: single\n");
+  std::filesystem::rename(next, config);
+  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("reload: configuration applied") != std::string::npos; },
+                         20s))
+      << diagnostics(*plugin);
+  const std::string log = plugin->stderr_text();
+  EXPECT_NE(log.find("config (reload): flags.migStrategy = single (file) (was: default)"), std::string::npos) << log;
+  EXPECT_NE(log.find("config (reload): flags.failOnInitError back to its default (was: false (file))"),
+            std::string::npos)
+      << log;
+  // The config file's name did not change: not repeated.
+  EXPECT_EQ(log.find("config (reload): configFile"), std::string::npos) << log;
 }
 
 // Issue 30, item 7: JSON logs carry the fields a pipeline filters on, and no empty records.
@@ -199,6 +276,24 @@ TEST(DemoDayTwoE2E, TheFleetComesFromKgpuFakeNvmlFleetAndAMissingOneNamesBoth) {
                                        "; pass --fleet FILE or set KGPU_FAKE_NVML_FLEET=FILE"),
             std::string::npos)
       << missing.stderr_text();
+}
+
+// Issue 41, item 7: a release unpacked into one folder (kgpu next to the simulated
+// libnvidia-ml.so.1) runs the demo without KGPU_FAKE_NVML_DIR.
+TEST(DemoDayTwoE2E, TheDemoFindsTheLibraryNextToTheBinary) {
+  TempDir work{"kgpu-demo3"};
+  const std::string release = work.file("release");
+  std::filesystem::create_directories(release);
+  std::filesystem::copy_file(kgpu_binary(), release + "/kgpu");
+  std::filesystem::copy_file(fake_nvml_dir() + "/libnvidia-ml.so.1", release + "/libnvidia-ml.so.1");
+  ProcessOptions p;
+  p.argv = {release + "/kgpu", "demo"};
+  p.env = {{"KGPU_FAKE_NVML_FLEET", fleet_path("dgx-a100.yaml")}};
+  p.unset_env = {"KGPU_FAKE_NVML_DIR", "KGPU_DEMO_FLEET"};
+  ChildProcess demo(p, work.path(), "demo");
+  EXPECT_EQ(demo.wait_exit(60s), 0) << demo.stdout_text() << demo.stderr_text();
+  EXPECT_NE(demo.stdout_text().find("  fake NVML      " + release + "/libnvidia-ml.so.1"), std::string::npos)
+      << demo.stdout_text();
 }
 
 // True when a process's command line mentions `text`.

@@ -53,7 +53,8 @@ TEST_F(HealthE2E, FatalXidMarksExactlyThatGpuAndAnIgnoredXidNothing) {
   std::string out = cli.stdout_text();
   EXPECT_NE(out.find(ids[3] + "  Unhealthy"), std::string::npos) << out;
   EXPECT_NE(out.find(ids[1] + "  Healthy"), std::string::npos) << out;
-  EXPECT_NE(out.find("UNHEALTHY: advertised Unhealthy by the running plugin"), std::string::npos) << out;
+  // Without --metrics-addr the cause is not readable here: said so, with where to look (issue 41).
+  EXPECT_NE(out.find("UNHEALTHY: not known here (no --metrics-addr: see the hint below)"), std::string::npos) << out;
 }
 
 TEST_F(HealthE2E, XidOnAGpuMarksEveryReplicaOfIt) {

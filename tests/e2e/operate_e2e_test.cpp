@@ -218,11 +218,18 @@ TEST_F(OperateE2E, SeparateLabelsDaemonWritesThenRemovesTheFile) {
       << daemon.stderr_text();
   EXPECT_NE(read_file(labels).find("nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3\n"), std::string::npos)
       << read_file(labels);
+  // Issue 41: the GFD-only pod's log says where it writes and what (the plugin's labeller does).
+  ASSERT_TRUE(wait_until([&] { return daemon.stderr_text().find("labels: wrote ") != std::string::npos; }, 20s))
+      << daemon.stderr_text();
+  EXPECT_NE(daemon.stderr_text().find("labels: writing " + labels + " now and on SIGHUP"), std::string::npos)
+      << daemon.stderr_text();
+  EXPECT_NE(daemon.stderr_text().find(" labels to " + labels), std::string::npos) << daemon.stderr_text();
   daemon.signal(SIGTERM);
   auto rc = daemon.wait_exit(5s);
   ASSERT_TRUE(rc.has_value());
   EXPECT_EQ(*rc, 0) << daemon.stderr_text();
   EXPECT_FALSE(path_exists(labels));
+  EXPECT_NE(daemon.stderr_text().find("labels: removed " + labels), std::string::npos) << daemon.stderr_text();
 }
 
 TEST_F(OperateE2E, NodeLabelChoosesTheConfigAndSwitchesIt) {

@@ -3,8 +3,10 @@
 // Intel, a mixed NVIDIA + AMD node) — each through the real binary and the kubelet simulator.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/file.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -183,6 +185,43 @@ TEST_F(ServeModesE2E, MigMixedAdvertisesOneResourcePerProfile) {
   auto edits = sim->allocate("nvidia.com/mig-3g.20gb", {id});
   ASSERT_TRUE(edits.ok()) << edits.error().message;
   EXPECT_EQ(edits->envs["NVIDIA_VISIBLE_DEVICES"], id);
+}
+
+// On a100-mig-mixed GPU 0 has one 1g.5gb device and GPU 1 seven: `packed` gives both of a
+// two-device request from GPU 1; the default (distributed, as NVIDIA) and kgpu's
+// --mig-allocation-policy=spread alias give two parents.
+TEST_F(ServeModesE2E, MigAllocationPolicyOnMixedMig) {
+  const std::set<std::string> gpu1 = {
+      "MIG-90237de7-232a-49de-bed4-32292ed99a49", "MIG-521b55ad-a989-48e5-9645-f8997a98714f",
+      "MIG-9e450909-a8d1-4dea-9ddf-c65e144b2080", "MIG-13d38b63-47e3-4c09-b70c-349f6dcb6633",
+      "MIG-1e527ff9-160e-47a4-89f1-c7e23916e1df", "MIG-c51ae08b-3727-4581-be57-821b6396e022",
+      "MIG-f0cbb970-378b-470c-b642-8c7a968a89b8"};
+  const std::string mig = "nvidia.com/mig-1g.5gb";
+  struct Case {
+    std::vector<std::string> args;
+    size_t on_gpu1;
+  };
+  int runs = 0;  // one plugin after the other, each registering anew
+  for (const Case& c : {Case{{"--shared-devices-allocation-policy=packed"}, 2},
+                        Case{{"--mig-allocation-policy=same-parent"}, 2}, Case{{}, 1},
+                        Case{{"--shared-devices-allocation-policy=packed", "--mig-allocation-policy=spread"}, 1}}) {
+    ++runs;
+    PluginOptions options;
+    options.fleet_file = "a100-mig-mixed.yaml";
+    options.extra_args = {"--mig-strategy=mixed"};
+    options.extra_args.insert(options.extra_args.end(), c.args.begin(), c.args.end());
+    auto plugin = start(options);
+    ASSERT_TRUE(wait_healthy(mig, 9, runs)) << diagnostics(*plugin);
+    auto chosen = sim->preferred(mig, sim->snapshot().find(mig)->device_ids(), {}, 2);
+    ASSERT_TRUE(chosen.ok()) << chosen.error().message;
+    ASSERT_EQ(chosen->size(), 2u);
+    EXPECT_EQ(static_cast<size_t>(std::count_if(chosen->begin(), chosen->end(),
+                                                [&](const std::string& id) { return gpu1.count(id) > 0; })),
+              c.on_gpu1)
+        << ::testing::PrintToString(c.args) << ": " << ::testing::PrintToString(*chosen);
+    plugin->signal(SIGTERM);
+    ASSERT_TRUE(plugin->wait_exit(20s).has_value()) << diagnostics(*plugin);
+  }
 }
 
 TEST_F(ServeModesE2E, AmdNodeFromSysfs) {

@@ -197,7 +197,14 @@ TEST_F(PolicyTest, ReplicasPackedFillsTheBusiestGpu) {
   EXPECT_THAT(*got, ElementsAre("GPU-2::1", "GPU-2::2", "GPU-2::3", "GPU-3::0"));
 }
 
-TEST_F(PolicyTest, MigSameParentByDefault) {
+std::set<char> parents_of(const std::vector<std::string>& ids) {
+  std::set<char> parents;
+  for (const auto& id : ids) parents.insert(id[4]);  // MIG-<gpu>-<k>
+  return parents;
+}
+
+TEST_F(PolicyTest, MigPackedUsesOneParent) {
+  config.shared_devices_allocation_policy = SharedAllocationPolicy::Packed;
   const auto inv = testing::l4x4_pairs();
   const auto r = testing::mig_devices(inv, 3);
   auto got = preferred_allocation(config, inv, r, all_ids(r), {"MIG-1-2"}, 3);
@@ -205,15 +212,58 @@ TEST_F(PolicyTest, MigSameParentByDefault) {
   EXPECT_THAT(*got, ElementsAre("MIG-1-2", "MIG-1-0", "MIG-1-1"));
 }
 
-TEST_F(PolicyTest, MigSpreadUsesDistinctParents) {
-  config.mig_allocation_policy = MigAllocationPolicy::Spread;
+TEST_F(PolicyTest, MigFollowsSharedPolicyDistributedByDefault) {
+  // NVIDIA v0.20: sharedDevicesAllocationPolicy (default distributed) governs MIG too.
   const auto inv = testing::l4x4_pairs();
   const auto r = testing::mig_devices(inv, 3);
   auto got = preferred_allocation(config, inv, r, all_ids(r), {}, 3);
   ASSERT_TRUE(got.ok());
-  std::set<char> parents;
-  for (const auto& id : *got) parents.insert(id[4]);
-  EXPECT_EQ(parents.size(), 3u);
+  EXPECT_EQ(parents_of(*got).size(), 3u);
+}
+
+TEST_F(PolicyTest, MigAllocationPolicyOverridesSharedPolicyForMigOnly) {
+  config.shared_devices_allocation_policy = SharedAllocationPolicy::Packed;
+  config.mig_allocation_policy = MigAllocationPolicy::Spread;
+  const auto inv = testing::l4x4_pairs();
+  const auto mig = testing::mig_devices(inv, 3);
+  auto got = preferred_allocation(config, inv, mig, all_ids(mig), {}, 3);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(parents_of(*got).size(), 3u);
+  config.shared_devices_allocation_policy = SharedAllocationPolicy::Distributed;
+  config.mig_allocation_policy = MigAllocationPolicy::SameParent;
+  got = preferred_allocation(config, inv, mig, all_ids(mig), {}, 3);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(parents_of(*got).size(), 1u);
+  // Replicas keep following sharedDevicesAllocationPolicy (distributed): two GPUs for two.
+  const auto replicas = testing::replicated(inv, 4);
+  got = preferred_allocation(config, inv, replicas, all_ids(replicas), {}, 2);
+  ASSERT_TRUE(got.ok());
+  EXPECT_NE((*got)[0].substr(0, 5), (*got)[1].substr(0, 5));
+}
+
+TEST_F(PolicyTest, PackedStartsOnAParentThatHoldsTheWholeRequest) {
+  // a100-mig-mixed's shape: GPU 0 has one free 1g device, GPU 1 seven. Packed must not take GPU 0's
+  // one and then one of GPU 1's: both come from GPU 1.
+  config.shared_devices_allocation_policy = SharedAllocationPolicy::Packed;
+  const auto inv = testing::l4x4_pairs();
+  Resource r;
+  r.name = "nvidia.com/mig-1g.5gb";
+  auto add = [&](size_t gpu, size_t k) {
+    AdvertisedDevice d;
+    d.id = "MIG-" + std::to_string(gpu) + "-" + std::to_string(k);
+    d.gpu = gpu;
+    d.mig = k;
+    r.devices.push_back(d);
+  };
+  add(0, 0);
+  for (size_t k = 0; k < 7; ++k) add(1, k);
+  auto got = preferred_allocation(config, inv, r, all_ids(r), {}, 2);
+  ASSERT_TRUE(got.ok());
+  EXPECT_THAT(*got, ElementsAre("MIG-1-0", "MIG-1-1"));
+  // Three needed, one GPU holds them: still GPU 1; eight needed: GPU 1 full, then GPU 0.
+  got = preferred_allocation(config, inv, r, all_ids(r), {}, 8);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(parents_of(*got), (std::set<char>{'0', '1'}));
 }
 
 TEST_F(PolicyTest, AnswerIsIndependentOfAvailableOrder) {

@@ -165,7 +165,7 @@ const std::map<std::string, Change>& changes() {
        {"flags: {plugin: {deviceListStrategy: cdi-cri}}\n",
         "flags: {plugin: {deviceListStrategy: cdi-cri}}\nkgpu: {cdiKind: example.com/gpu}\n"}},
       {"kgpu.migAllocationPolicy",
-       {"flags: {migStrategy: mixed}\n", "flags: {migStrategy: mixed}\nkgpu: {migAllocationPolicy: spread}\n"}},
+       {"flags: {migStrategy: mixed}\n", "flags: {migStrategy: mixed}\nkgpu: {migAllocationPolicy: same-parent}\n"}},
       {"kgpu.deviceGroups[].resource",
        {group(""), "kgpu: {deviceGroups: [{resource: example.com/verbs, devices: [/dev/infiniband/uverbs*]}]}\n"}},
       {"kgpu.deviceGroups[].devices",

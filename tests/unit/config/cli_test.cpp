@@ -1,5 +1,6 @@
 // `kgpu config validate` through the real binary: output and exit status.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <string>
@@ -53,6 +54,23 @@ TEST(ConfigValidateCommand, UnknownKeyFailsOnlyWhenStrict) {
                                "\"deviceIDStrategy\"?"),
             std::string::npos)
       << strict.output;
+}
+
+TEST(ConfigValidateCommand, PrintsTheDaemonsWarningsForKeysWithoutEffect) {
+  // The daemon logs "has no effect in kgpu" for these at start; validate says so too (issue 41).
+  char path[] = "/tmp/kgpu-validate-XXXXXX.yaml";
+  const int fd = ::mkstemps(path, 5);
+  ASSERT_GE(fd, 0);
+  const std::string text = "version: v1\nflags:\n  deviceDiscoveryStrategy: tegra\n";
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  CommandRun r = run(std::string("config validate ") + path);
+  ::unlink(path);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(std::string(path) + ": warning: flags.deviceDiscoveryStrategy = tegra (file"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("has no effect in kgpu"), std::string::npos) << r.output;
 }
 
 }  // namespace

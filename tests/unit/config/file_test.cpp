@@ -216,7 +216,7 @@ TEST(ConfigFile, EnumsPerSetting) {
   EXPECT_EQ(parse("flags: {plugin: {sharedDevicesAllocationPolicy: random}}").diagnostics.at(0).message,
             "unknown shared devices allocation policy \"random\" (valid: distributed, packed)");
   EXPECT_EQ(parse("kgpu: {migAllocationPolicy: fair}").diagnostics.at(0).message,
-            "unknown MIG allocation policy \"fair\" (valid: same-parent, spread)");
+            "unknown MIG allocation policy \"fair\" (valid: shared, same-parent, spread)");
   EXPECT_EQ(parse("kgpu: {backends: [nvidia, habana]}").diagnostics.at(0).message,
             "unknown backend \"habana\" (valid: auto, nvidia, amd, intel, generic)");
   EXPECT_EQ(parse("kgpu: {health: {xidActions: {79: explode}}}").diagnostics.at(0).message,

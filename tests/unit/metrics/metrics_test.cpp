@@ -32,6 +32,7 @@ TEST(Metrics, EmptyRegistryRendersEveryFamilyWithHelpAndType) {
       {"kgpu_preferred_allocation_duration_seconds", "histogram"},
       {"kgpu_health_xid_events_total", "counter"},
       {"kgpu_config_reloads_total", "counter"},
+      {"kgpu_config_invalid", "gauge"},
   };
   for (const auto& [name, type] : expected) {
     const auto* f = e.family(name);
@@ -42,6 +43,24 @@ TEST(Metrics, EmptyRegistryRendersEveryFamilyWithHelpAndType) {
   EXPECT_EQ(e.value("kgpu_build_info", {{"version", "1.2.3"}}), 1.0);
   EXPECT_GT(*e.value("kgpu_start_time_seconds", {}), 1.6e9);
   EXPECT_EQ(e.value("kgpu_config_reloads_total", {{"result", "success"}}), 0.0);
+  EXPECT_EQ(e.value("kgpu_config_invalid", {}), 0.0);
+}
+
+// Issue 41: an invalid file on disk (a failed reload) shows as a gauge and a /readyz reason until
+// a reload succeeds.
+TEST(Metrics, AnInvalidConfigOnDiskIsAGaugeAndANotReadyReason) {
+  Metrics m;
+  m.mark_planned();
+  EXPECT_EQ(m.not_ready_reason(), "");
+  m.count_reload(false);
+  EXPECT_EQ(parse_exposition(m.render()).value("kgpu_config_invalid", {}), 1.0);
+  EXPECT_NE(m.not_ready_reason().find("not ready: the configuration file on disk is invalid; the last valid one is "
+                                      "still served"),
+            std::string::npos)
+      << m.not_ready_reason();
+  m.count_reload(true);
+  EXPECT_EQ(parse_exposition(m.render()).value("kgpu_config_invalid", {}), 0.0);
+  EXPECT_EQ(m.not_ready_reason(), "");
 }
 
 TEST(Metrics, RecordsPerResourceValues) {

@@ -157,6 +157,32 @@ TEST(DiscoverNvidia, MixedMigProfilesAndCapabilityNodes) {
   EXPECT_EQ(inv.topology.link(0, 3).nvlinks, 4);
 }
 
+// A GPU instance reports its profile's ID (A100: 2g.10gb is 14, 1g.5gb+me 20), not the profile
+// index the suffixes follow: 14 read as an index is NO_ME ("-me"), and 20 is no index at all, so
+// "+me" was lost (issue 41). The IDs are mapped to indexes as go-nvlib does.
+TEST(DiscoverNvidia, MigProfileSuffixesFollowTheProfileIndexNotItsId) {
+  std::string fleet;
+  {
+    std::ifstream in(fleet_path("a100-mig-mixed.yaml"));
+    fleet.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string base = "{profile: 1g.5gb, placement: 6, uuid: MIG-f054e0b8-3ce3-494d-b394-7d9c777a5bbb}";
+  const auto at = fleet.find(base);
+  ASSERT_NE(at, std::string::npos);
+  fleet.replace(at, base.size(), "{profile: 1g.5gb+me, placement: 6, uuid: MIG-f054e0b8-3ce3-494d-b394-7d9c777a5bbb}");
+  testing::TempDir dir;
+  testing::write_file(dir.path() + "/fleet.yaml", fleet);
+  FakeNode node(dir.path() + "/fleet.yaml");
+  Inventory inv = discover(node);
+  ASSERT_EQ(inv.gpus.size(), 4u);
+  ASSERT_EQ(inv.gpus[0].mig_devices.size(), 3u);
+  EXPECT_EQ(inv.gpus[0].mig_devices[0].profile, "3g.20gb");
+  EXPECT_EQ(inv.gpus[0].mig_devices[1].profile, "2g.10gb");
+  EXPECT_EQ(inv.gpus[0].mig_devices[1].gi_profile_id, 14);
+  EXPECT_EQ(inv.gpus[0].mig_devices[2].profile, "1g.5gb+me");
+  EXPECT_EQ(inv.gpus[0].mig_devices[2].gi_profile_id, 20);
+}
+
 TEST(DiscoverNvidia, SingleMigLayout) {
   FakeNode node(fleet_path("a100-mig-single.yaml"));
   Inventory inv = discover(node);

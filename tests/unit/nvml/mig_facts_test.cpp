@@ -28,6 +28,18 @@ TEST(MigProfileName, MediaExtensionProfilesGetSuffix) {
   EXPECT_EQ(mig_profile_name(1, 1, 9856, 81920 * kMiB, std::nullopt), "1g.10gb");
 }
 
+// NVIDIA v0.20 (go-nvlib): -me, +me.all and +gfx profiles are their own resources (issue 41).
+TEST(MigProfileName, NewerProfilesGetNvidiasSuffixes) {
+  const uint64_t gpu = 196608 * kMiB;  // a 192 GB GPU: 1/8 is 24 GB
+  EXPECT_EQ(mig_profile_name(1, 1, 24576, gpu, NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME), "1g.24gb+me.all");
+  EXPECT_EQ(mig_profile_name(2, 2, 49152, gpu, NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME), "2g.48gb+me.all");
+  EXPECT_EQ(mig_profile_name(1, 1, 24576, gpu, NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX), "1g.24gb+gfx");
+  EXPECT_EQ(mig_profile_name(4, 4, 98304, gpu, NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX), "4g.96gb+gfx");
+  EXPECT_EQ(mig_profile_name(1, 1, 24576, gpu, NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME), "1g.24gb-me");
+  EXPECT_EQ(mig_profile_name(2, 2, 49152, gpu, NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME), "2g.48gb-me");
+  EXPECT_EQ(mig_profile_name(1, 1, 24576, gpu, NVML_GPU_INSTANCE_PROFILE_1_SLICE), "1g.24gb");
+}
+
 TEST(MigMinors, ParsesGiAndCiAccessLines) {
   auto parsed = MigMinors::parse("config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
                                  "gpu1/gi7/access 201\ngpu1/gi7/ci0/access 202\n\n");

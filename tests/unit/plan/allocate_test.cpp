@@ -63,11 +63,28 @@ TEST(BackingDevices, UnknownIdIsNamed) {
   EXPECT_THAT(r.error().message, AllOf(HasSubstr("\"nvidia.com/gpu\""), HasSubstr("unknown device \"GPU-bogus\"")));
 }
 
-TEST(BackingDevices, DuplicateIdIsNamed) {
+TEST(BackingDevices, RepeatedIdIsAllocatedOnce) {
+  // NVIDIA's plugin de-duplicates since v0.18 instead of refusing the container.
   const Node n = time_sliced_node(false);
-  const auto r = backing_devices(n.inventory, n.resource("nvidia.com/gpu"), {"GPU-a100-0000::1", "GPU-a100-0000::1"});
-  ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.error().message, HasSubstr("device \"GPU-a100-0000::1\" requested twice"));
+  const auto r = backing_devices(n.inventory, n.resource("nvidia.com/gpu"),
+                                 {"GPU-a100-0001::1", "GPU-a100-0000::1", "GPU-a100-0001::1"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_THAT(*r, ElementsAre(BackingDevice{1, std::nullopt}, BackingDevice{0, std::nullopt}));
+}
+
+TEST(RepeatedIds, EachRepeatedIdOnceInOrder) {
+  EXPECT_THAT(repeated_ids({"a", "b", "a", "c", "b", "a"}), ElementsAre("a", "b"));
+  EXPECT_TRUE(repeated_ids({"a", "b", "c"}).empty());
+  EXPECT_TRUE(repeated_ids({}).empty());
+}
+
+TEST(Allocate, RepeatedIdCountsOnceForMpsShares) {
+  // Two distinct replicas of GPU 0 give 50%; the same replica sent twice is one replica: 25%.
+  const Node n = mps_node(4);
+  const auto e = allocate(n.config, n.inventory, n.resource("nvidia.com/gpu"), {"GPU-a100-0000::3", "GPU-a100-0000::3"});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->envs.at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
+  EXPECT_EQ(e->envs.at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=10240M");
 }
 
 TEST(BackingDevices, FailRequestsGreaterThanOneNamesResourceAndLimit) {

@@ -32,6 +32,24 @@ TEST(ResourceNames, MixedMigNamesReplacePlusWithDot) {
   EXPECT_EQ(mixed_mig_resource_name("1g.5gb+me"), "nvidia.com/mig-1g.5gb.me");
   EXPECT_EQ(mixed_mig_resource_name("1c.3g.20gb"), "nvidia.com/mig-1c.3g.20gb");
   EXPECT_EQ(mixed_mig_resource_name("1g.10gb-me"), "nvidia.com/mig-1g.10gb-me");
+  // NVIDIA v0.20's newer suffixes (issue 41).
+  EXPECT_EQ(mixed_mig_resource_name("1g.24gb+me.all"), "nvidia.com/mig-1g.24gb.me.all");
+  EXPECT_EQ(mixed_mig_resource_name("1g.24gb+gfx"), "nvidia.com/mig-1g.24gb.gfx");
+}
+
+TEST(ResourceNames, EverySuffixedProfileIsAResourceOfItsOwn) {
+  // A GPU with a base, a +me, a -me, a +me.all and a +gfx 1g instance: five resources, none counted
+  // with another (NVIDIA 0.17's unanchored patterns put the suffixed ones in the base's).
+  Config c;
+  c.mig_strategy = MigStrategy::Mixed;
+  Gpu g = a100_mig(0, {});
+  int j = 0;
+  for (const char* profile : {"1g.24gb", "1g.24gb+me", "1g.24gb-me", "1g.24gb+me.all", "1g.24gb+gfx"})
+    g.mig_devices.push_back(mig(0, j++, profile, 24));
+  const auto p = plan(c, inventory_of({g}));
+  EXPECT_THAT(names_of(p), ElementsAre("nvidia.com/mig-1g.24gb", "nvidia.com/mig-1g.24gb-me", "nvidia.com/mig-1g.24gb.gfx",
+                                       "nvidia.com/mig-1g.24gb.me", "nvidia.com/mig-1g.24gb.me.all"));
+  for (const auto& r : p.resources) EXPECT_EQ(r.devices.size(), 1u) << r.name;
 }
 
 TEST(ResourceNames, VendorDefaults) {

@@ -352,10 +352,15 @@ capabilities:
 {{- define "kgpu.nvidiaCompat" -}}
 {{- include "kgpu.nvidiaDraCompat" . -}}
 {{- $_ := include "kgpu.draExtendedResourceName" . -}}
+{{- /* NVIDIA's chart deploys its nfd subchart under the condition "nfd.enabled,gfd.enabled" (the
+     first one given decides): nfd.* values mean something only then, and kgpu cannot honour them. */ -}}
 {{- $nfd := default dict .Values.nfd -}}
-{{- if or (gt (len (omit $nfd "enabled")) 0) (eq (toString (index $nfd "enabled")) "true") -}}
-{{- fail "nfd.*: kgpu's chart does not bundle node-feature-discovery (NVIDIA's chart's nfd subchart). Install it as its own release (helm install nfd oci://registry.k8s.io/nfd/charts/node-feature-discovery -n node-feature-discovery --create-namespace), move these nfd.* values there, and keep gfd.enabled: true here (kgpu writes the labels file NFD reads)" -}}
+{{- $nfdDeployed := .Values.gfd.enabled -}}
+{{- if hasKey $nfd "enabled" -}}{{- $nfdDeployed = eq (toString (get $nfd "enabled")) "true" -}}{{- end -}}
+{{- if and $nfdDeployed (or (gt (len (omit $nfd "enabled")) 0) (eq (toString (get $nfd "enabled")) "true")) -}}
+{{- fail "nfd.*: kgpu's chart does not bundle node-feature-discovery, which NVIDIA's chart deploys with these values as its nfd subchart (nfd.enabled, or gfd.enabled without nfd.enabled). Install it as its own release (helm install nfd oci://registry.k8s.io/nfd/charts/node-feature-discovery -n node-feature-discovery --create-namespace), move these nfd.* values there, set nfd.enabled: false here (or remove nfd.*) and keep gfd.enabled: true (kgpu writes the labels file NFD reads)" -}}
 {{- end -}}
+{{- $_ := include "kgpu.image" . -}}
 {{- if .Values.legacyDaemonsetAPI -}}
 {{- fail "legacyDaemonsetAPI: kgpu's chart renders apps/v1 DaemonSets only (Kubernetes 1.19+); remove legacyDaemonsetAPI" -}}
 {{- end -}}
@@ -382,13 +387,46 @@ capabilities:
 {{- fail "metrics.enabled: the labels-only pods (devicePlugin.enabled: false) serve no metrics; set metrics.enabled: false" -}}
 {{- end -}}
 {{- else -}}
-{{- if .Values.gfd.securityContext -}}
+{{- if and .Values.gfd.enabled (include "kgpu.gfdSecurityContext" .) -}}
 {{- fail "gfd.securityContext: with the device plugin on, the labels are written by the kgpu container: use securityContext (gfd.securityContext applies to labels-only pods, devicePlugin.enabled: false)" -}}
 {{- end -}}
 {{- if .Values.gfd.enableHostNetwork -}}
 {{- fail "gfd.enableHostNetwork: with the device plugin on, the labels are written by the kgpu pods: use devicePlugin.enableHostNetwork" -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* gfd.securityContext as YAML, "" when not set or NVIDIA's default (privileged: true, for its own
+     GFD container): kgpu's labeller then gets its least-privilege one. */}}
+{{- define "kgpu.gfdSecurityContext" -}}
+{{- $sc := .Values.gfd.securityContext -}}
+{{- if and $sc (not (deepEqual $sc (dict "privileged" true))) -}}{{ toYaml $sc }}{{- end -}}
+{{- end -}}
+
+{{/* NVIDIA's images: its device plugin, GFD and DRA driver images run none of kgpu's commands. */}}
+{{- define "kgpu.nvidiaImages" -}}
+{{- list "nvcr.io/nvidia/k8s-device-plugin" "nvcr.io/nvidia/gpu-feature-discovery" "nvcr.io/nvidia/k8s-dra-driver-gpu" "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu" | join "," -}}
+{{- end -}}
+
+{{/* "true" when image.repository is NVIDIA's default image of one of its charts with no tag: a
+     value equal to NVIDIA's default (as `helm get values --all` gives it), replaced by kgpu's own
+     image, which NOTES says. */}}
+{{- define "kgpu.nvidiaDefaultImage" -}}
+{{- $repository := toString .Values.image.repository -}}
+{{- if and (has $repository (splitList "," (include "kgpu.nvidiaImages" .))) (not .Values.image.tag) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The kgpu container image. NVIDIA's image with NVIDIA's default (empty) tag is kgpu's default
+     image; NVIDIA's image pinned to a tag, or any other image of NVIDIA's registries' device
+     plugin paths, fails the render naming image.repository. */}}
+{{- define "kgpu.image" -}}
+{{- $repository := toString .Values.image.repository -}}
+{{- if include "kgpu.nvidiaDefaultImage" . -}}
+{{- $repository = "kgpu/kgpu" -}}
+{{- else if or (has $repository (splitList "," (include "kgpu.nvidiaImages" .))) (hasPrefix "registry.k8s.io/dra-driver-nvidia/" $repository) (hasPrefix "nvcr.io/nvidia/k8s-" $repository) -}}
+{{- fail (printf "image.repository: %q is NVIDIA's image (with image.tag %q), which runs none of kgpu's commands; set image.repository to your kgpu image (built from deploy/Dockerfile) and image.tag to its tag, or remove image.* for kgpu's default" $repository (toString .Values.image.tag)) -}}
+{{- end -}}
+{{- printf "%s:%s" $repository (toString (.Values.image.tag | default .Chart.AppVersion)) -}}
 {{- end -}}
 
 {{/* GPU Feature Discovery's settings, for whichever container writes the labels. */}}
@@ -407,35 +445,88 @@ capabilities:
      equal to NVIDIA's defaults that mean nothing for kgpu pass. README, "Migrating from NVIDIA's
      DRA driver chart". */}}
 
-{{/* NVIDIA's resources.gpus.enabled as "true", "false" or "" (not given). */}}
+{{/* The keys of NVIDIA's DRA driver chart that its device-plugin chart (and kgpu's own values)
+     do not have, as a comma list of those given ("" when none): a values file with any of them was
+     written for NVIDIA's DRA chart. */}}
+{{- define "kgpu.nvidiaDraKeys" -}}
+{{- $given := list -}}
+{{- range $key := list "featureGates" "logVerbosity" "kubeletPlugin" "resourceApiVersion" "gpuResourcesEnabledOverride" "nvidiaCDIHookPath" "webhook" "controller" "altProcDevices" -}}
+{{- if not (kindIs "invalid" (index $.Values $key)) -}}{{- $given = append $given $key -}}{{- end -}}
+{{- end -}}
+{{- $resources := default dict .Values.resources -}}
+{{- range $key := list "gpus" "computeDomains" -}}
+{{- if hasKey $resources $key -}}{{- $given = append $given (printf "resources.%s" $key) -}}{{- end -}}
+{{- end -}}
+{{- join ", " $given -}}
+{{- end -}}
+
+{{/* NVIDIA's resources.gpus.enabled as "true" or "false", as NVIDIA's DRA chart reads it: when a
+     values file of that chart leaves it out, NVIDIA's default true; "" for other values files. */}}
 {{- define "kgpu.nvidiaDraGpus" -}}
 {{- $resources := default dict .Values.resources -}}
 {{- $gpus := default dict (get $resources "gpus") -}}
-{{- if hasKey $gpus "enabled" -}}{{ toString (get $gpus "enabled") }}{{- end -}}
+{{- if hasKey $gpus "enabled" -}}{{ toString (get $gpus "enabled") }}
+{{- else if include "kgpu.nvidiaDraKeys" . -}}true
+{{- end -}}
 {{- end -}}
 
-{{/* "true" when kgpu is a DRA driver: dra.enabled, or NVIDIA's resources.gpus.enabled: true. */}}
+{{/* "true" when kgpu is a DRA driver: dra.enabled, or NVIDIA's resources.gpus.enabled (given, or
+     NVIDIA's default true in a values file of its DRA chart). A values file of NVIDIA's DRA chart
+     never becomes a plain device plugin: resources.gpus.enabled: false there (NVIDIA would serve
+     no GPU, and kgpu has no ComputeDomains) fails the render. */}}
 {{- define "kgpu.draEnabled" -}}
 {{- $nvidia := include "kgpu.nvidiaDraGpus" . -}}
 {{- if and (eq $nvidia "false") .Values.dra.enabled -}}
 {{- fail "resources.gpus.enabled: false (NVIDIA's DRA chart) contradicts dra.enabled: true; keep one of them (kgpu's key is dra.enabled)" -}}
 {{- end -}}
+{{- if eq $nvidia "false" -}}
+{{- fail (printf "resources.gpus.enabled: false: with it NVIDIA's DRA chart serves no GPU, and kgpu has no ComputeDomains, so these values (NVIDIA's DRA chart: %s) ask kgpu for nothing it does. For kgpu as the DRA driver set resources.gpus.enabled: true (or dra.enabled: true); for kgpu's device plugin remove NVIDIA's DRA chart values" (include "kgpu.nvidiaDraKeys" .)) -}}
+{{- end -}}
 {{- if or .Values.dra.enabled (eq $nvidia "true") -}}true{{- end -}}
 {{- end -}}
 
-{{/* The DeviceClasses' API version: dra.deviceClassApiVersion, or NVIDIA's resourceApiVersion; checked. */}}
+{{/* The resource.k8s.io versions the cluster serves (.Capabilities.APIVersions), newest first, as
+     a comma list; "" when it lists none (`helm template` without --api-versions). */}}
+{{- define "kgpu.servedDraApiVersions" -}}
+{{- $served := list -}}
+{{- range $v := list "resource.k8s.io/v1" "resource.k8s.io/v1beta2" "resource.k8s.io/v1beta1" -}}
+{{- if $.Capabilities.APIVersions.Has $v -}}{{- $served = append $served $v -}}{{- end -}}
+{{- end -}}
+{{- join "," $served -}}
+{{- end -}}
+
+{{/* The DeviceClasses' API version: dra.deviceClassApiVersion, or NVIDIA's resourceApiVersion;
+     when neither is set, as NVIDIA's DRA chart: the newest version the cluster serves
+     (.Capabilities.APIVersions: v1, then v1beta2, then v1beta1), resource.k8s.io/v1 when the
+     cluster lists none (offline rendering). Checked. */}}
 {{- define "kgpu.draApiVersion" -}}
-{{- $apiVersion := toString .Values.dra.deviceClassApiVersion -}}
+{{- $apiVersion := toString (default "" .Values.dra.deviceClassApiVersion) -}}
 {{- with .Values.resourceApiVersion -}}
-{{- if and (ne $apiVersion "resource.k8s.io/v1") (ne $apiVersion (toString .)) -}}
+{{- if and $apiVersion (ne $apiVersion (toString .)) -}}
 {{- fail (printf "resourceApiVersion (NVIDIA's DRA chart) %q contradicts dra.deviceClassApiVersion %q; keep one of them (kgpu's key is dra.deviceClassApiVersion)" (toString .) $apiVersion) -}}
 {{- end -}}
 {{- $apiVersion = toString . -}}
+{{- end -}}
+{{- if not $apiVersion -}}
+{{- $apiVersion = first (append (splitList "," (include "kgpu.servedDraApiVersions" .) | compact) "resource.k8s.io/v1") -}}
 {{- end -}}
 {{- if not (has $apiVersion (list "resource.k8s.io/v1" "resource.k8s.io/v1beta2" "resource.k8s.io/v1beta1")) -}}
 {{- fail (printf "dra.deviceClassApiVersion: %q is not resource.k8s.io/v1, v1beta2 or v1beta1" $apiVersion) -}}
 {{- end -}}
 {{- $apiVersion -}}
+{{- end -}}
+
+{{/* A warning for NOTES ("" when none): the DeviceClasses' API version is one the cluster does
+     not serve although it serves another resource.k8s.io version (e.g. v1beta2 on Kubernetes 1.32,
+     which serves v1beta1 only). */}}
+{{- define "kgpu.draApiVersionWarning" -}}
+{{- if and (include "kgpu.draEnabled" .) .Values.dra.deviceClasses -}}
+{{- $apiVersion := include "kgpu.draApiVersion" . -}}
+{{- $served := include "kgpu.servedDraApiVersions" . -}}
+{{- if and $served (not (has $apiVersion (splitList "," $served))) -}}
+WARNING: the DeviceClasses are {{ $apiVersion }}, which this cluster does not serve (it serves {{ $served | replace "," ", " }}{{ if eq $served "resource.k8s.io/v1beta1" }}: Kubernetes 1.32{{ end }}); the API server will refuse them. Set dra.deviceClassApiVersion (or NVIDIA's resourceApiVersion) to {{ first (splitList "," $served) }}, or leave both empty to follow the cluster.
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* dra.extendedResourceName, checked ("" when not set): a valid extended resource name (a
@@ -514,16 +605,17 @@ capabilities:
 {{- $level -}}
 {{- end -}}
 
-{{/* A pod-level value that NVIDIA's DRA chart has under kubeletPlugin.<key>: that one when given,
-     else kgpu's top-level <key>; as YAML, "" when empty. Called with (list $ key). For keys whose
-     kgpu default is empty (nodeSelector, podAnnotations, podSecurityContext) both set and
-     different fail the render. */}}
+{{/* A pod-level value that NVIDIA's DRA chart has under kubeletPlugin.<key>: that one when given
+     and not empty, else kgpu's top-level <key>; as YAML, "" when empty. An empty NVIDIA value
+     (v25.8's default kubeletPlugin.tolerations: []) keeps kgpu's own default, which tolerates the
+     nvidia.com/gpu taint. Called with (list $ key). For keys whose kgpu default is empty
+     (nodeSelector, podAnnotations, podSecurityContext) both set and different fail the render. */}}
 {{- define "kgpu.podValue" -}}
 {{- $root := index . 0 -}}
 {{- $key := index . 1 -}}
 {{- $value := index $root.Values $key -}}
 {{- $plugin := default dict $root.Values.kubeletPlugin -}}
-{{- if hasKey $plugin $key -}}
+{{- if get $plugin $key -}}
 {{- $nvidia := get $plugin $key -}}
 {{- if and (has $key (list "nodeSelector" "podAnnotations" "podSecurityContext")) $value $nvidia (not (deepEqual $value $nvidia)) -}}
 {{- fail (printf "kubeletPlugin.%s (NVIDIA's DRA chart) contradicts %s; keep one of them (kgpu's key is %s)" $key $key $key) -}}
