@@ -60,6 +60,21 @@ Inventory two_gpus() {
 
 class DaemonTest : public ::testing::Test {
  protected:
+  // kubelet.sock served by a Registration that accepts Register (counted in `registered`) and never
+  // dials back: a kubelet whose gRPC cannot talk to ours. Null when it cannot be served.
+  std::unique_ptr<rpc::Server> silent_kubelet(std::atomic<int>& registered) {
+    auto transport = rpc::Server::start();
+    if (!transport) return nullptr;
+    auto registration = std::make_shared<rpc::Service>();
+    registration->unary("/v1beta1.Registration/Register", [&registered](std::string_view, rpc::Responder r) {
+      registered++;
+      r.reply(v1beta1::Empty{}.SerializeAsString());
+    });
+    auto fd = rpc::listen_unix(dir + "/kubelet.sock");
+    if (!fd || !(*transport)->serve(std::move(*fd), registration)) return nullptr;
+    return std::move(*transport);
+  }
+
   void SetUp() override {
     char templ[] = "/tmp/kgpu-daemon-XXXXXX";
     ASSERT_NE(::mkdtemp(templ), nullptr);
@@ -364,17 +379,9 @@ TEST_F(DaemonTest, KubeletRestartLostInAnInotifyOverflowIsStillSeen) {
 // answers and never dials back plays it.
 TEST_F(DaemonTest, AKubeletThatNeverOpensListAndWatchIsWarnedAbout) {
   LogCapture logs;
-  auto transport = rpc::Server::start();
-  ASSERT_TRUE(transport) << transport.error().message;
-  auto registration = std::make_shared<rpc::Service>();
   std::atomic<int> registered{0};
-  registration->unary("/v1beta1.Registration/Register", [&](std::string_view, rpc::Responder r) {
-    registered++;
-    r.reply(v1beta1::Empty{}.SerializeAsString());
-  });
-  auto fd = rpc::listen_unix(dir + "/kubelet.sock");
-  ASSERT_TRUE(fd) << fd.error().message;
-  ASSERT_TRUE((*transport)->serve(std::move(*fd), registration));
+  auto transport = silent_kubelet(registered);
+  ASSERT_TRUE(transport);
   options.first_list_deadline = 50ms;
   run_daemon();
   ASSERT_TRUE(test::eventually([&] { return registered.load() >= 1; }, 10s));
@@ -390,17 +397,9 @@ TEST_F(DaemonTest, AKubeletThatNeverOpensListAndWatchIsWarnedAbout) {
 // and the kubelet never dials back: the warning still fires.
 TEST_F(DaemonTest, AnotherPeersListAndWatchDoesNotSilenceTheWarning) {
   LogCapture logs;
-  auto transport = rpc::Server::start();
-  ASSERT_TRUE(transport) << transport.error().message;
-  auto registration = std::make_shared<rpc::Service>();
   std::atomic<int> registered{0};
-  registration->unary("/v1beta1.Registration/Register", [&](std::string_view, rpc::Responder r) {
-    registered++;
-    r.reply(v1beta1::Empty{}.SerializeAsString());
-  });
-  auto fd = rpc::listen_unix(dir + "/kubelet.sock");
-  ASSERT_TRUE(fd) << fd.error().message;
-  ASSERT_TRUE((*transport)->serve(std::move(*fd), registration));
+  auto transport = silent_kubelet(registered);
+  ASSERT_TRUE(transport);
   options.first_list_deadline = 2s;
   run_daemon();
   ASSERT_TRUE(test::eventually([&] { return logs.count("registered with the kubelet") >= 1; }, 10s));
