@@ -45,7 +45,8 @@ std::vector<std::string> fit_device_to_api_limits(DraDevice& device);
 size_t attribute_and_capacity_count(const DraDevice& device);
 
 // Every limit `slice` (a ResourceSlice object as kgpu writes it, v1 or v1beta1 shape) breaks, each
-// naming the device and the limit; empty when it keeps them all. For tests and the publisher's guard.
+// naming the device and the limit; empty when it keeps them all. The tests hold every fleet's slices
+// (and `kgpu devices -o dra`'s output) to it; the builder keeps the limits with fit_device_to_api_limits.
 std::vector<std::string> slice_limit_violations(const nlohmann::json& slice);
 
 }  // namespace kgpu::dra

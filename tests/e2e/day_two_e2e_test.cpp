@@ -33,6 +33,19 @@ class DayTwoE2E : public SimE2E {
     *status = res ? res->status : -1;
     return res ? res->body : "";
   }
+  // kgpu serving with a valid config file (its path in `config`), then `bad` swapped in as a
+  // ConfigMap update swaps it; returns once the plugin has logged `seen` about it.
+  std::unique_ptr<ChildProcess> start_then_swap_in(const std::string& bad, const std::string& seen, std::string& config) {
+    config = work.write("config.yaml", "version: v1\n");
+    PluginOptions options;
+    options.config_file = config;
+    auto plugin = start(options);
+    EXPECT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+    std::filesystem::rename(work.write("bad.yaml", bad), config);
+    EXPECT_TRUE(wait_until([&] { return plugin->stderr_text().find(seen) != std::string::npos; }, 20s))
+        << diagnostics(*plugin);
+    return plugin;
+  }
   // Runs `kgpu devices --live ARGS...` on the same fake node; returns its exit code.
   std::optional<int> devices_live(std::vector<std::string> args, std::string* out, std::string* err,
                                   const std::string& name = "devices") {
@@ -152,16 +165,9 @@ TEST_F(DayTwoE2E, DevicesLiveWithoutMetricsSaysWhereTheCauseIs) {
 // Issue 41, item 7: an invalid file on disk does not hide the live view: the plugin's sockets are
 // read and listed, saying the file is invalid (exit 1: it needs fixing).
 TEST_F(DayTwoE2E, DevicesLiveWithAnInvalidFileOnDiskStillShowsThePlugin) {
-  const std::string config = work.write("config.yaml", "version: v1\n");
-  PluginOptions options;
-  options.config_file = config;
-  auto plugin = start(options);
-  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
-  const std::string bad = work.write("bad.yaml", "version: v1\nflags:\n  migStrategy: mixd\n");
-  std::filesystem::rename(bad, config);
-  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("keeping the current plan") != std::string::npos; },
-                         20s))
-      << diagnostics(*plugin);
+  std::string config;
+  auto plugin = start_then_swap_in("version: v1\nflags:\n  migStrategy: mixd\n", "keeping the current plan", config);
+  ASSERT_FALSE(HasFailure());
   std::string out, err;
   EXPECT_EQ(devices_live({"--config-file", config}, &out, &err), 1) << err << out;
   EXPECT_NE(err.find("invalid configuration:"), std::string::npos) << err;
@@ -174,15 +180,9 @@ TEST_F(DayTwoE2E, DevicesLiveWithAnInvalidFileOnDiskStillShowsThePlugin) {
 
 // Issue 30, item 7: a failed reload logs the hints `config validate` gives, one record per line.
 TEST_F(DayTwoE2E, AFailedReloadLogsTheDidYouMeanHints) {
-  const std::string config = work.write("config.yaml", "version: v1\n");
-  PluginOptions options;
-  options.config_file = config;
-  auto plugin = start(options);
-  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
-  const std::string bad = work.write("bad.yaml", "version: v1\nflags:\n  migStrategy: mixd\n  mpsroot: /x\n");
-  std::filesystem::rename(bad, config);  // as a ConfigMap update swaps it
-  ASSERT_TRUE(wait_until([&] { return plugin->stderr_text().find("did you mean") != std::string::npos; }, 20s))
-      << diagnostics(*plugin);
+  std::string config;
+  auto plugin = start_then_swap_in("version: v1\nflags:\n  migStrategy: mixd\n  mpsroot: /x\n", "did you mean", config);
+  ASSERT_FALSE(HasFailure());
   const std::string log = plugin->stderr_text();
   EXPECT_NE(log.find("reload: the new configuration is invalid; keeping the current plan:\n"), std::string::npos) << log;
   EXPECT_NE(log.find("reload: " + config + ":3:16: error: unknown MIG strategy \"mixd\""), std::string::npos) << log;

@@ -49,10 +49,7 @@ TEST_F(DraAllocationE2E, ClaimsForWholeGpusGetWholeGpusAndOnlyShareClaimsGetShar
   fs::create_directories(cdi_dir);
   FakeApiServer api("node-1", {});
   api.set_consumable_capacity(FakeApiServer::ConsumableCapacity::Served);
-  auto options = dra_options(api, "0,1,2,3,4,5,6,7");
-  options.extra_args.insert(options.extra_args.end(),
-                            {"--mps-root", work.file("mps"), "--dra-share-memory-gpus", "0"});
-  auto plugin = start(options);
+  auto plugin = start(share_options(api, "0,1,2,3,4,5,6,7", "0"));
   sim::DraKubeletSim kubelet(work.path(), 34);
   ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
   ASSERT_TRUE(eventually([&] { return published(api).size() == 8 && !shared_device_name(api).empty(); }, 20s))

@@ -25,6 +25,15 @@ class DraSimE2E : public SimE2E {
     options.extra_args = {"--dra", "--dra-gpus", gpus, "--cdi-spec-dir", cdi_dir};
     return options;
   }
+  // dra_options() with the GPUs `shared` published for memory shares, whose daemons live under
+  // `mps_root` (default: work's mps/).
+  PluginOptions share_options(const FakeApiServer& api, const std::string& gpus, const std::string& shared,
+                              std::string mps_root = "") {
+    PluginOptions options = dra_options(api, gpus);
+    if (mps_root.empty()) mps_root = work.file("mps");
+    options.extra_args.insert(options.extra_args.end(), {"--mps-root", mps_root, "--dra-share-memory-gpus", shared});
+    return options;
+  }
   // Device names of the published slices (all slices of the NVIDIA driver).
   static std::set<std::string> published(const FakeApiServer& api) {
     std::set<std::string> names;

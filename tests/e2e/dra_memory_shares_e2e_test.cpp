@@ -77,9 +77,8 @@ TEST_F(DraMemorySharesE2E, ThreeSharesFillAGpuAndTheLastUnprepareRestoresIt) {
   ChildProcess supervisor(supervisor_options, work.path(), "mps-daemon");
   FakeApiServer api("node-1", {});
   api.set_consumable_capacity(FakeApiServer::ConsumableCapacity::Served);
-  auto options = dra_options(api, "0,1");
-  options.extra_args.insert(options.extra_args.end(), {"--dra-nvidia-smi", nvidia_smi, "--mps-root", mps_root,
-                                                       "--dra-share-memory-gpus", "0"});
+  auto options = share_options(api, "0,1", "0", mps_root);
+  options.extra_args.insert(options.extra_args.end(), {"--dra-nvidia-smi", nvidia_smi});
   auto plugin = start(options);
   sim::DraKubeletSim kubelet(work.path(), 34);
   ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
@@ -174,9 +173,8 @@ TEST_F(DraMemorySharesE2E, ADeadShareDaemonTaintsItsGpuUntilItIsBack) {
   FakeApiServer api("node-1", {});
   api.set_consumable_capacity(FakeApiServer::ConsumableCapacity::Served);
   api.set_device_taints(FakeApiServer::DeviceTaints::Served);
-  auto options = dra_options(api, "0");
-  options.extra_args.insert(options.extra_args.end(), {"--dra-nvidia-smi", recording_nvidia_smi(), "--mps-root",
-                                                       mps_root, "--dra-share-memory-gpus", "0"});
+  auto options = share_options(api, "0", "0", mps_root);
+  options.extra_args.insert(options.extra_args.end(), {"--dra-nvidia-smi", recording_nvidia_smi()});
   auto plugin = start(options);
   sim::DraKubeletSim kubelet(work.path(), 34);
   ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
@@ -213,9 +211,7 @@ TEST_F(DraMemorySharesE2E, WithoutConsumableCapacityTheGpuIsPublishedWhole) {
   fs::create_directories(cdi_dir);
   FakeApiServer api("node-1", {});
   api.set_consumable_capacity(FakeApiServer::ConsumableCapacity::Stripped);
-  auto options = dra_options(api, "0,1");
-  options.extra_args.insert(options.extra_args.end(),
-                            {"--mps-root", work.file("mps"), "--dra-share-memory-gpus", "all"});
+  auto options = share_options(api, "0,1", "all");
   auto plugin = start(options);
   sim::DraKubeletSim kubelet(work.path(), 34);
   ASSERT_TRUE(kubelet.wait_for_plugin(20s)) << diagnostics(*plugin);
