@@ -60,16 +60,19 @@ phase_tsan() {
   cmake -S . -B build-tsan "${sanitizer_flags[@]}" -DKGPU_WERROR=ON -DKGPU_BUILD_BENCH=OFF -DKGPU_BUILD_TESTS=OFF \
     -DKGPU_SANITIZE=thread -DKGPU_STATIC_GRPC=OFF
   cmake --build build-tsan -j"$jobs" --target kgpu
-  local reports
+  local reports failed
   reports=$(mktemp -d)
   KGPU_E2E_BINARY="$PWD/build-tsan/src/cli/kgpu" \
     TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp:log_path=$reports/tsan" \
-    ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600 -L e2e
+    ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600 -L e2e || failed=1
+  # A report makes kgpu exit 66 and so fails its test too: print the reports either way, or the
+  # log shows only the exit code.
   if compgen -G "$reports/tsan*" >/dev/null; then
     cat "$reports"/tsan*
     echo "tsan: ThreadSanitizer reports from kgpu (above)" >&2
     return 1
   fi
+  return "${failed:-0}"
 }
 
 phase_image() {
