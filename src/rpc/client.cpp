@@ -105,6 +105,15 @@ Result<UniqueFd> connect_unix(const std::string& path, Clock::time_point deadlin
   return fd;
 }
 
+// A streaming call's first message arrived while its stream is still open.
+CallResult first_message(Exchange& ex, std::string_view path) {
+  if (ex.http_status != "200")
+    return {{Code::Internal, std::string(path) + ": HTTP status " + (ex.http_status.empty() ? "missing" : ex.http_status)},
+            {}};
+  if (!ex.read_error.ok()) return {ex.read_error, {}};
+  return {{}, std::move(*ex.reader.next())};
+}
+
 CallResult finish(const Exchange& ex, std::string_view path) {
   if (ex.close_code != 0 && ex.grpc_status.empty())
     return {{Code::Unavailable, std::string(path) + ": the stream was reset (HTTP/2 error " +
@@ -127,11 +136,10 @@ CallResult finish(const Exchange& ex, std::string_view path) {
   return {{}, std::move(*message)};
 }
 
-}  // namespace
-
-CallResult call_unary(const std::string& socket_path, std::string_view path, std::string_view request,
-                      std::chrono::milliseconds timeout, size_t max_response,
-                      const std::function<void(const Peer&)>& on_connected) {
+// Until the stream closes, or (`until_first_message`) until its first message is complete.
+CallResult exchange(const std::string& socket_path, std::string_view path, std::string_view request,
+                    std::chrono::milliseconds timeout, size_t max_response,
+                    const std::function<void(const Peer&)>& on_connected, bool until_first_message) {
   auto deadline = Clock::now() + timeout;
   auto fd = connect_unix(socket_path, deadline);
   if (!fd) return {{Code::Unavailable, fd.error().message}, {}};
@@ -166,6 +174,7 @@ CallResult call_unary(const std::string& socket_path, std::string_view path, std
   bool want_out = false;
   std::array<uint8_t, 64 * 1024> buf;
   while (!ex.closed) {
+    if (until_first_message && ex.reader.complete() > 0) return first_message(ex, path);
     if (!pump_output(session.s, fd->get(), out, want_out))
       return {{Code::Unavailable, socket_path + ": the connection broke while sending"}, {}};
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -183,7 +192,26 @@ CallResult call_unary(const std::string& socket_path, std::string_view path, std
     if (nghttp2_session_mem_recv(session.s, buf.data(), static_cast<size_t>(n)) < 0)
       return {{Code::Internal, socket_path + ": the answer is not valid HTTP/2"}, {}};
   }
-  return finish(ex, path);
+  if (!until_first_message) return finish(ex, path);
+  // The stream closed: with a message and an OK (or no) status, that message; else its status.
+  const bool ok_status = ex.grpc_status.empty() || ex.grpc_status == "0";
+  if (ex.reader.complete() > 0 && ok_status && ex.close_code == 0) return first_message(ex, path);
+  auto result = finish(ex, path);
+  if (result.status.ok()) return {{Code::Internal, std::string(path) + ": the stream ended without a message"}, {}};
+  return result;
+}
+
+}  // namespace
+
+CallResult call_unary(const std::string& socket_path, std::string_view path, std::string_view request,
+                      std::chrono::milliseconds timeout, size_t max_response,
+                      const std::function<void(const Peer&)>& on_connected) {
+  return exchange(socket_path, path, request, timeout, max_response, on_connected, false);
+}
+
+CallResult call_first_message(const std::string& socket_path, std::string_view path, std::string_view request,
+                              std::chrono::milliseconds timeout, size_t max_response) {
+  return exchange(socket_path, path, request, timeout, max_response, {}, true);
 }
 
 }  // namespace kgpu::rpc

@@ -1,6 +1,7 @@
 #pragma once
-// A blocking unary gRPC call over a unix socket (HTTP/2 through nghttp2), on the caller's thread,
-// with one deadline for the whole exchange: connect, request, answer. A connection per call: the
+// A blocking gRPC call over a unix socket (HTTP/2 through nghttp2), on the caller's thread, with
+// one deadline for the whole exchange: connect, request, answer. Unary, or the first message of a
+// server stream (an operator tool's snapshot of ListAndWatch). A connection per call: the
 // daemon calls the kubelet rarely (Register after a restart, PodResources at a config switch),
 // and after a kubelet restart the socket is a new inode anyway.
 #include <chrono>
@@ -26,5 +27,11 @@ struct CallResult {
 CallResult call_unary(const std::string& socket_path, std::string_view path, std::string_view request,
                       std::chrono::milliseconds timeout, size_t max_response = kMaxMessageBytes,
                       const std::function<void(const Peer&)>& on_connected = {});
+
+// A server-streaming call's first message (`path`: "/v1beta1.DevicePlugin/ListAndWatch"); the
+// connection is closed once it is complete, which ends the call on the server. A stream that ends
+// before its first message gives its status (Internal when that status is OK).
+CallResult call_first_message(const std::string& socket_path, std::string_view path, std::string_view request,
+                              std::chrono::milliseconds timeout, size_t max_response = kMaxMessageBytes);
 
 }  // namespace kgpu::rpc

@@ -223,6 +223,19 @@ TEST_F(StreamingServer, ClosingTheSocketEndsItsStreamsAndAClientCancelEndsOne) {
   EXPECT_EQ(server_->connections(listener_), 0u);
 }
 
+TEST_F(StreamingServer, OurClientTakesTheFirstMessageAndItsLeavingEndsTheStream) {
+  auto first = call_first_message(path_, "/v1beta1.DevicePlugin/ListAndWatch", serialized(v1beta1::Empty{}), 5s);
+  ASSERT_TRUE(first.status.ok()) << first.status.message;
+  v1beta1::ListAndWatchResponse got;
+  ASSERT_TRUE(got.ParseFromString(first.message));
+  EXPECT_EQ(got.devices_size(), 2);
+  EXPECT_TRUE(test::eventually([&] { return ended() == 1; })) << "the server sees the snapshot reader go";
+  auto missing = call_first_message(path_, "/v1beta1.DevicePlugin/Nope", "", 5s);
+  EXPECT_EQ(missing.status.code, Code::Unimplemented);
+  auto nobody = call_first_message(path_ + ".missing", "/v1beta1.DevicePlugin/ListAndWatch", "", 1s);
+  EXPECT_EQ(nobody.status.code, Code::Unavailable);
+}
+
 // Our client against gRPC C++ servers.
 class Registrar final : public v1beta1::Registration::Service {
  public:
