@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "cdi/spec_writer.h"
-#include "dra/claim_store.h"
-#include "dra/slice_builder.h"
+#include "dra/claims/claim_store.h"
+#include "dra/model/publication.h"
 #include "unit/dra/synthetic_node.h"
 
 namespace {

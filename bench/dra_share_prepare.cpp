@@ -24,9 +24,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dra/claim_sharing.h"
-#include "dra/claim_store.h"
-#include "dra/slice_builder.h"
+#include "dra/claims/claim_store.h"
+#include "dra/model/publication.h"
+#include "dra/sharing/claim_sharing.h"
 #include "spawn_logged.h"
 #include "unit/dra/synthetic_node.h"
 

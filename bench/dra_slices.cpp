@@ -7,7 +7,8 @@
 // BM_DraJsonTreeAfterHealthChange: the same body through nlohmann trees, for comparison.
 #include <benchmark/benchmark.h>
 
-#include "dra/slice_builder.h"
+#include "dra/model/publication.h"
+#include "dra/publish/slice_objects.h"
 #include "unit/dra/synthetic_node.h"
 
 namespace {

@@ -19,7 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "dra/slice_publisher.h"
+#include "dra/publish/slice_publisher.h"
 #include "support/fake_api_server.h"
 #include "unit/dra/synthetic_node.h"
 

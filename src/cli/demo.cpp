@@ -23,6 +23,7 @@
 #include "cli/command.h"
 #include "sim/kubelet_sim.h"
 #include "sim/sim_steps.h"
+#include "core/strings.h"
 
 extern char** environ;
 
@@ -58,12 +59,6 @@ std::string find_source_dir(const fs::path& exe) {
     if (fs::exists(dir / "tests/fixtures/fleets")) return dir.string();
   }
   return "";
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
 }
 
 std::string ms(Clock::duration d) {
@@ -275,7 +270,7 @@ int run_demo(const DemoArgs& args) {
       std::cerr << "demo: GetPreferredAllocation failed: " << chosen.error().message << "\n";
       return 1;
     }
-    std::cout << "   preferred: " << join(*chosen) << "\n";
+    std::cout << "   preferred: " << kgpu::join(*chosen, ",") << "\n";
     auto edits = sim.allocate(gpu, *chosen);
     if (!edits) {
       std::cerr << "demo: Allocate failed: " << edits.error().message << "\n";

@@ -7,9 +7,10 @@
 #include <iostream>
 
 #include "dra/api_share.h"
-#include "dra/memory_shares.h"
-#include "dra/pcie_roots.h"
-#include "dra/slice_builder.h"
+#include "dra/model/publication.h"
+#include "dra/publish/pcie_roots.h"
+#include "dra/publish/slice_objects.h"
+#include "dra/sharing/memory_shares.h"
 
 namespace kgpu::cli {
 

@@ -14,15 +14,17 @@
 #include "cdi/cdi.h"
 #include "core/unique_fd.h"
 #include "dra/api_share.h"
-#include "dra/claim_sharing.h"
-#include "dra/claim_store.h"
+#include "dra/claims/claim_handler.h"
+#include "dra/claims/claim_store.h"
 #include "dra/kubelet_plugin.h"
-#include "dra/memory_shares.h"
-#include "dra/pcie_roots.h"
-#include "dra/resource_api.h"
-#include "dra/share_usage.h"
-#include "dra/slice_builder.h"
-#include "dra/slice_publisher.h"
+#include "dra/model/publication.h"
+#include "dra/publish/pcie_roots.h"
+#include "dra/publish/resource_api.h"
+#include "dra/publish/slice_objects.h"
+#include "dra/publish/slice_publisher.h"
+#include "dra/sharing/claim_sharing.h"
+#include "dra/sharing/memory_shares.h"
+#include "dra/sharing/share_usage.h"
 #include "kube/api_request.h"
 #include "kube/api_server.h"
 #include "mps/readiness.h"
@@ -90,32 +92,20 @@ struct DraWiring::Impl {
   std::string mps_root;
   std::shared_ptr<const Inventory> last_inventory;  // under mu: for the share metrics
 
-  // The daemon of each GPU with prepared memory shares: watched, and while it is not ready (dead,
-  // restarting) its GPU carries the taint <driver>/mps-daemon, so no new share lands on it (the
-  // claim stores never prepare a tainted device). Lifted once the daemon is ready again.
+  // The daemon of each GPU with prepared memory shares is watched; while it is not ready its GPU's
+  // devices are tainted (dra::taint_gpus_without_share_daemon).
   void watch_share_daemons(std::vector<dra::DriverPool>& pools, const std::vector<dra::PreparedClaim>& prepared) {
-    std::set<std::string> gpus;
-    for (const auto& c : prepared)
-      for (const auto& d : c.share_daemons) gpus.insert(d.visible_devices.front());
+    std::set<std::string> without_daemon;
     std::vector<std::string> folders;
-    for (const auto& uuid : gpus) {
+    for (const auto& uuid : dra::share_daemon_gpus(prepared)) {
       const std::string resource = mps_claim_resource(dra::share_daemon_name(uuid));
       folders.push_back(mps_root + "/" + resource);
-      if (mps_marker_live(mps_ready_marker(mps_root, resource))) continue;
-      for (auto& pool : pools)
-        for (auto& d : pool.devices) {
-          const auto* id = d.attribute("uuid");
-          if (!id || !std::holds_alternative<std::string>(*id) || std::get<std::string>(*id) != uuid) continue;
-          const dra::DeviceTaint taint{pool.driver + "/mps-daemon", "not-ready", dra::kTaintNoSchedule};
-          if (std::find(d.taints.begin(), d.taints.end(), taint) != d.taints.end()) continue;
-          d.taints.push_back(taint);
-          std::sort(d.taints.begin(), d.taints.end(),
-                    [](const dra::DeviceTaint& a, const dra::DeviceTaint& b) { return a.key < b.key; });
-          spdlog::warn("DRA memory shares: the MPS daemon of {} ({}) is not ready; its memory shares have no daemon "
-                       "and no new share is prepared until it is back",
-                       d.name, uuid);
-        }
+      if (!mps_marker_live(mps_ready_marker(mps_root, resource))) without_daemon.insert(uuid);
     }
+    for (const auto& device : dra::taint_gpus_without_share_daemon(pools, without_daemon))
+      spdlog::warn("DRA memory shares: the MPS daemon of {} is not ready; its memory shares have no daemon and no new "
+                   "share is prepared until it is back",
+                   device);
     if (share_watch) share_watch->watch(std::move(folders));
   }
 
@@ -280,58 +270,6 @@ std::function<ResourcePlan(const Inventory&, ResourcePlan)> DraWiring::api_share
   };
 }
 
-namespace {
-
-// Time-slice resets an earlier unprepare left pending (nvidia-smi failed, or kgpu was killed
-// before it ran): retried at start and at every kubelet call until they succeed; a claim that
-// would use such a GPU is refused meanwhile (ClaimStore).
-void retry_pending_resets(dra::ClaimStore& store, const dra::ClaimSharing& sharing, const std::string& when) {
-  if (auto st = sharing.run_pending_resets(store); !st)
-    spdlog::error("DRA: {}: a time-slice reset is still pending (retried at the next kubelet call and at start; "
-                  "the GPU is not prepared for another claim until it succeeds): {}",
-                  when, st.error().message);
-}
-
-// The kubelet's calls for one driver: its claim store, then the claim's sharing.
-// `after_unprepare` runs after each unprepare (a GPU a claim kept from its configured API may go
-// back to it); `shares_changed` after a claim with memory shares came or went (the shared GPUs'
-// daemons to watch change).
-dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing* sharing,
-                                std::function<void()> after_unprepare, std::function<void()> shares_changed) {
-  dra::ClaimHandler handler;
-  handler.prepare = [store, sharing, shares_changed](const dra::ClaimRef& ref) -> Result<std::vector<dra::PreparedDevice>> {
-    retry_pending_resets(*store, *sharing, "before preparing claim " + ref.uid);
-    const bool repeated = store->is_prepared(ref.uid);
-    auto prepared = store->prepare(ref);
-    if (!prepared) return prepared.error();
-    if (auto st = sharing->apply(store->prepared(), *prepared); !st) {
-      // A claim prepared by this call is rolled back, so the kubelet's retry starts afresh; one
-      // prepared earlier (its containers may run) stays until the kubelet unprepares it.
-      if (!repeated) (void)store->unprepare(ref.uid);
-      return st.error();
-    }
-    if (!repeated && !prepared->share_daemons.empty()) shares_changed();
-    return prepared->devices;
-  };
-  handler.prepared = [store](const dra::ClaimRef& ref) { return store->is_prepared(ref.uid); };
-  handler.unprepare = [store, sharing, after_unprepare = std::move(after_unprepare),
-                       shares_changed](const dra::ClaimRef& ref) -> Status {
-    auto released = store->unprepare(ref.uid);
-    if (!released) return released.error();
-    if (*released)
-      if (auto st = sharing->undo(**released, [store] { return store->prepared(); }); !st)
-        spdlog::error("DRA: claim {} unprepared, but its MPS daemon was not stopped: {}", ref.uid, st.error().message);
-    // The claim is gone either way: its resets are the store's record now, never forgotten.
-    retry_pending_resets(*store, *sharing, "claim " + ref.uid + " unprepared");
-    after_unprepare();
-    if (*released && !(*released)->share_daemons.empty()) shares_changed();
-    return ok_status();
-  };
-  return handler;
-}
-
-}  // namespace
-
 Status DraWiring::start(server::Daemon& daemon) {
   Impl& s = *impl_;
   // The publisher covers only the drivers kgpu serves: another vendor's DRA driver on this node
@@ -352,11 +290,11 @@ Status DraWiring::start(server::Daemon& daemon) {
   dra::SlicePublisher* publisher = s.publisher.get();
 
   for (auto& driver : s.drivers)
-    if (!driver.store->pending_resets().empty()) retry_pending_resets(*driver.store, *s.sharing, "at start");
+    if (!driver.store->pending_resets().empty()) dra::retry_pending_resets(*driver.store, *s.sharing, "at start");
   for (auto& driver : s.drivers) {
     dra::KubeletPluginOptions plugin_options{driver.name, s.kubelet_root, {}};
     plugin_options.on_registered = [publisher] { publisher->resync(); };  // only wakes its worker
-    auto handler = claim_handler(
+    auto handler = dra::claim_handler(
         driver.store.get(), s.sharing.get(),
         [impl = &s] {
           if (impl->has_overrides() && impl->replan) impl->replan();

@@ -20,7 +20,7 @@
 #include "cli/mps_config_source.h"
 #include "config/loader.h"
 #include "core/safe_file.h"
-#include "dra/prepare_sharing.h"
+#include "dra/sharing/prepare_sharing.h"
 #include "mps/claim_request_folder.h"
 #include "mps/claim_shm.h"
 #include "mps/supervisor.h"

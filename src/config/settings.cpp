@@ -464,14 +464,6 @@ std::vector<std::string> split_list(std::string_view text) {
   return out;
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i) out += separator;
-    out += parts[i];
-  }
-  return out;
-}
 
 namespace {
 std::string valid_choices(const Setting& s) { return "(valid: " + join(s.choices, ", ") + ")"; }

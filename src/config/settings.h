@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/strings.h"
 
 namespace kgpu::config_detail {
 
@@ -45,7 +46,7 @@ const Setting* find_setting(std::string_view key);
 std::optional<bool> parse_bool(std::string_view text);
 std::optional<uint64_t> parse_uint(std::string_view text);
 std::vector<std::string> split_list(std::string_view text);  // comma-separated, trimmed, no empties
-std::string join(const std::vector<std::string>& parts, std::string_view separator);
+using kgpu::join;
 
 // Checks textual values for `setting`; returns an error message naming the valid choices.
 std::optional<std::string> check_values(const Setting& setting, const std::vector<std::string>& values);

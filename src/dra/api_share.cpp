@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "dra/device_names.h"
+#include "dra/model/device_names.h"
 
 namespace kgpu::dra {
 namespace {

@@ -8,8 +8,8 @@
 #include "config/config.h"
 #include "core/inventory.h"
 #include "core/resource_plan.h"
-#include "dra/prepare.h"
-#include "dra/slice_builder.h"
+#include "dra/model/publication.h"
+#include "dra/sharing/prepare.h"
 #include "podresources/client.h"
 
 namespace kgpu::dra {

@@ -25,24 +25,16 @@
 #include <vector>
 
 #include "core/result.h"
-#include "dra/claim.h"    // ClaimRef
-#include "dra/claim_calls.h"
-#include "dra/prepare.h"  // PreparedDevice
+#include "dra/claims/claim_calls.h"
+#include "dra/claims/claim_handler.h"  // ClaimHandler
+#include "dra/model/claim.h"    // ClaimRef
+#include "dra/sharing/prepare.h"  // PreparedDevice
 
 namespace kgpu::rpc {
 class Server;
 }
 
 namespace kgpu::dra {
-
-// What the plugin asks of the rest of kgpu; both thread-safe and idempotent.
-struct ClaimHandler {
-  std::function<Result<std::vector<PreparedDevice>>(const ClaimRef&)> prepare;
-  std::function<Status(const ClaimRef&)> unprepare;
-  // Whether a prepare of this claim is answered without reading the API server (it is prepared
-  // already): such a prepare runs in the Local lane (claim_calls.h). Unset: never.
-  std::function<bool(const ClaimRef&)> prepared;
-};
 
 struct KubeletPluginOptions {
   std::string driver = "gpu.nvidia.com";

@@ -9,6 +9,7 @@
 #include "plan/imex.h"
 #include "plan/nvidia_edits_cdi.h"
 #include "plan/nvidia_edits_nodes.h"
+#include "core/strings.h"
 
 namespace kgpu {
 namespace {
@@ -18,15 +19,6 @@ constexpr const char* kVolumeMountRoot = "/var/run/nvidia-container-devices";
 
 bool is_cdi(DeviceListStrategy s) {
   return s == DeviceListStrategy::CdiAnnotations || s == DeviceListStrategy::CdiCri;
-}
-
-std::string join(const std::vector<std::string>& parts, char separator) {
-  std::string out;
-  for (const auto& p : parts) {
-    if (!out.empty()) out += separator;
-    out += p;
-  }
-  return out;
 }
 
 // The IDs the runtime understands (uuid or index strategy), in device order, without duplicates.
@@ -79,7 +71,7 @@ ContainerEdits nvidia_device_edits(const Config& config, const Inventory& invent
     for (const auto& id : ids) names.push_back(qualified_cdi_name(config.cdi_kind, id));
     for (const auto& ch : channels) names.push_back(qualified_cdi_name(imex_cdi_kind(config), ch));
     if (config.has_strategy(DeviceListStrategy::CdiAnnotations))
-      edits.annotations[cdi_annotation_key(config.cdi_annotation_prefix, names)] = join(names, ',');
+      edits.annotations[cdi_annotation_key(config.cdi_annotation_prefix, names)] = join(names, ",");
     if (config.has_strategy(DeviceListStrategy::CdiCri)) edits.cdi_devices = names;
   }
   // NVIDIA 0.20 sets these whatever the strategy; the container toolkit reads them.
@@ -94,8 +86,8 @@ ContainerEdits nvidia_device_edits(const Config& config, const Inventory& invent
     edits.envs[kVisibleDevices] = "void";
   } else {
     if (config.has_strategy(DeviceListStrategy::EnvVar)) {
-      edits.envs[kVisibleDevices] = join(ids, ',');
-      if (!channels.empty()) edits.envs["NVIDIA_IMEX_CHANNELS"] = join(channels, ',');
+      edits.envs[kVisibleDevices] = join(ids, ",");
+      if (!channels.empty()) edits.envs["NVIDIA_IMEX_CHANNELS"] = join(channels, ",");
     }
     if (config.has_strategy(DeviceListStrategy::VolumeMounts)) {
       edits.envs[kVisibleDevices] = kVolumeMountRoot;

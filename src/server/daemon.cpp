@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/unique_fd.h"
+#include "core/strings.h"
 #include "health/health_events.h"
 #include "plan/plan.h"
 #include "plan/plan_diff.h"
@@ -103,12 +104,6 @@ sigset_t daemon_signals() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
   return set;
-}
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 std::string device_summary(const Resource& r) {
@@ -439,7 +434,7 @@ struct Daemon::Impl {
     else if (!reserved.empty())
       spdlog::info("our socket of {} was deleted (a kubelet restart deletes every socket); serving it again and "
                    "registering",
-                   join(reserved));
+                   join(reserved, ", "));
     if (kubelet_new || !reserved.empty() || changes.overflow) register_pending();
   }
 
@@ -508,7 +503,7 @@ struct Daemon::Impl {
       std::vector<std::string> names;
       for (const auto& [name, u] : unserved) names.push_back(name + " (" + u.reason + ")");
       spdlog::error("reload: configuration applied, but {} of {} resource(s) cannot be served: {}", unserved.size(),
-                    servers.size(), join(names));
+                    servers.size(), join(names, ", "));
     }
   }
 

@@ -1,4 +1,5 @@
 #include "sim/sim_steps.h"
+#include "core/strings.h"
 
 #include <atomic>
 #include <sstream>
@@ -15,12 +16,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 bool is_count(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
-
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
 
 Status wait_resource(KubeletSim& sim, const std::string& resource, size_t count, std::chrono::milliseconds timeout) {
   bool ok = sim.wait_for(
@@ -101,7 +96,7 @@ Status run_sim_steps(KubeletSim& sim, const std::vector<std::string>& steps, std
         std::vector<std::string> must = words.size() > 3 ? split(words[3], ',') : std::vector<std::string>{};
         auto preferred = sim.preferred(resource, healthy, must, std::stoi(words[2]));
         if (!preferred) return Error::invalid("GetPreferredAllocation: " + preferred.error().message);
-        out << "[kubelet-sim] preferred " << resource << " x" << words[2] << ": " << join(*preferred) << std::endl;
+        out << "[kubelet-sim] preferred " << resource << " x" << words[2] << ": " << join(*preferred, ",") << std::endl;
         ids = *preferred;
         if (verb == "prefer") continue;
       } else {
@@ -112,11 +107,11 @@ Status run_sim_steps(KubeletSim& sim, const std::vector<std::string>& steps, std
       const std::string pod = "pod-" + std::to_string(++pods);
       auto edits = sim.run_pod("default", pod, resource, ids);
       if (!edits) {
-        out << "[kubelet-sim] Allocate " << resource << " " << join(ids) << " failed: " << edits.error().message
+        out << "[kubelet-sim] Allocate " << resource << " " << join(ids, ",") << " failed: " << edits.error().message
             << std::endl;
         return Error::invalid("Allocate failed: " + edits.error().message);
       }
-      out << "[kubelet-sim] Allocate " << resource << " " << join(ids) << " for pod default/" << pod << ":\n";
+      out << "[kubelet-sim] Allocate " << resource << " " << join(ids, ",") << " for pod default/" << pod << ":\n";
       print_edits(*edits, out);
       out.flush();
     } else {

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "dra/device_names.h"
-#include "dra/slice_limits.h"
+#include "dra/model/device_names.h"
+#include "dra/model/slice_limits.h"
 #include "e2e/harness.h"
 
 namespace kgpu::test {

@@ -20,11 +20,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cdi/spec_writer.h"
-#include "dra/claim.h"
-#include "dra/claim_checkpoint.h"
-#include "dra/prepare.h"
-#include "dra/prepare_sharing.h"
-#include "dra/slice_builder.h"
+#include "dra/claims/claim_checkpoint.h"
+#include "dra/model/claim.h"
+#include "dra/model/publication.h"
+#include "dra/sharing/prepare.h"
+#include "dra/sharing/prepare_sharing.h"
 #include "mps/claim_request.h"
 #include "unit/dra/synthetic_node.h"
 

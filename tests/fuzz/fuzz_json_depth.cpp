@@ -14,9 +14,9 @@
 #include <string_view>
 
 #include "core/json_depth.h"
-#include "dra/claim.h"
-#include "dra/claim_checkpoint.h"
-#include "dra/nvidia_checkpoint.h"
+#include "dra/claims/claim_checkpoint.h"
+#include "dra/claims/nvidia_checkpoint.h"
+#include "dra/model/claim.h"
 #include "kube/node_object.h"
 #include "kube/resource_slice_list.h"
 #include "mps/claim_request.h"

@@ -22,9 +22,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_depth.h"
-#include "dra/claim_store.h"
-#include "dra/slice_builder.h"
-#include "dra/nvidia_checkpoint.h"
+#include "dra/claims/claim_store.h"
+#include "dra/claims/nvidia_checkpoint.h"
+#include "dra/model/publication.h"
 #include "mps/claim_request.h"
 #include "unit/dra/claim_test_support.h"
 #include "unit/dra/synthetic_node.h"

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "dra/api_share.h"
-#include "dra/device_names.h"
+#include "dra/model/device_names.h"
 #include "unit/dra/synthetic_node.h"
 
 namespace kgpu::dra {

@@ -1,7 +1,7 @@
 // The scheduling of the kubelet's DRA calls (issue 28, item 6): one claim at a time per UID, claims
 // of different UIDs in parallel on a bounded pool that exists only while there is work, a budget
 // per call, callers that have gone, and stop(). Every wait is on a condition with a deadline.
-#include "dra/claim_calls.h"
+#include "dra/claims/claim_calls.h"
 
 #include <gtest/gtest.h>
 

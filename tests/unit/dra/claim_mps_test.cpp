@@ -12,7 +12,7 @@
 #include <fstream>
 #include <thread>
 
-#include "dra/claim_mps.h"
+#include "dra/sharing/claim_mps.h"
 #include "mps/claim_request_folder.h"
 #include "mps/readiness.h"
 #include "mps/supervisor.h"

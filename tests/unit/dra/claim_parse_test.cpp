@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "dra/claim.h"
+#include "dra/model/claim.h"
 #include "unit/dra/claim_test_support.h"
 
 namespace kgpu::dra {

@@ -5,8 +5,8 @@
 
 #include <thread>
 
-#include "dra/resource_api.h"
-#include "dra/slice_publisher.h"
+#include "dra/publish/resource_api.h"
+#include "dra/publish/slice_publisher.h"
 #include "support/fake_api_server.h"
 #include "unit/dra/synthetic_node.h"
 

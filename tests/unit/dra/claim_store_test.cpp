@@ -13,10 +13,10 @@
 
 #include "cdi/spec_writer.h"
 #include "core/safe_file.h"
-#include "dra/claim_checkpoint.h"
-#include "dra/claim_store.h"
-#include "dra/nvidia_checkpoint.h"
-#include "dra/slice_builder.h"
+#include "dra/claims/claim_checkpoint.h"
+#include "dra/claims/claim_store.h"
+#include "dra/claims/nvidia_checkpoint.h"
+#include "dra/model/publication.h"
 #include "unit/dra/claim_test_support.h"
 #include "unit/dra/synthetic_node.h"
 

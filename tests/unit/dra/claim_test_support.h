@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/inventory.h"
-#include "dra/device_names.h"
+#include "dra/model/device_names.h"
 
 namespace kgpu::testing {
 

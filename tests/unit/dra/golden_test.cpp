@@ -11,10 +11,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "dra/device_names.h"
-#include "dra/pcie_roots.h"
-#include "dra/slice_builder.h"
-#include "dra/slice_limits.h"
+#include "dra/model/device_names.h"
+#include "dra/model/publication.h"
+#include "dra/model/slice_limits.h"
+#include "dra/publish/pcie_roots.h"
+#include "dra/publish/slice_objects.h"
 #include "nvml/discovery.h"
 #include "nvml/nvml_library.h"
 

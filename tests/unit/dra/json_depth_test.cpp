@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_depth.h"
-#include "dra/claim.h"
-#include "dra/claim_checkpoint.h"
+#include "dra/claims/claim_checkpoint.h"
+#include "dra/model/claim.h"
 #include "mps/claim_request.h"
 #include "unit/dra/claim_test_support.h"
 

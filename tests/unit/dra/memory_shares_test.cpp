@@ -7,11 +7,12 @@
 #include <algorithm>
 #include <optional>
 
-#include "dra/claim_store.h"
-#include "dra/memory_shares.h"
-#include "dra/prepare.h"
-#include "dra/share_usage.h"
-#include "dra/slice_builder.h"
+#include "dra/claims/claim_store.h"
+#include "dra/model/publication.h"
+#include "dra/publish/slice_objects.h"
+#include "dra/sharing/memory_shares.h"
+#include "dra/sharing/prepare.h"
+#include "dra/sharing/share_usage.h"
 #include "plan/mps_paths.h"
 #include "unit/dra/claim_test_support.h"
 #include "unit/dra/synthetic_node.h"
@@ -400,6 +401,28 @@ TEST(DraMemoryShares, TheOperatorSeesEachSharedGpusSharesAndWhatIsLeft) {
   std::string none;
   append_share_metrics({}, none);
   EXPECT_TRUE(none.empty());
+}
+
+TEST(DraMemoryShares, AGpuWhoseShareDaemonIsNotReadyIsTaintedOnceAndTheOthersAreNot) {
+  SharedNode n;
+  PreparedClaim with_share;
+  MpsClaimRequest daemon;
+  daemon.claim_uid = share_daemon_name(n.uuid());
+  daemon.visible_devices = {n.uuid()};
+  with_share.share_daemons = {daemon};
+  EXPECT_EQ(share_daemon_gpus({with_share, PreparedClaim{}}), std::set<std::string>{n.uuid()});
+
+  std::vector<DriverPool> pools{n.pool};
+  EXPECT_TRUE(taint_gpus_without_share_daemon(pools, {}).empty());
+  EXPECT_EQ(pools.front(), n.pool) << "every daemon ready: nothing changes";
+
+  auto tainted = taint_gpus_without_share_daemon(pools, {n.uuid()});
+  ASSERT_EQ(tainted, std::vector<std::string>{n.device() + " (" + n.uuid() + ")"});
+  const DeviceTaint expected{"gpu.nvidia.com/mps-daemon", "not-ready", kTaintNoSchedule};
+  EXPECT_EQ(device_named(pools.front(), n.device()).taints, std::vector<DeviceTaint>{expected});
+  EXPECT_TRUE(device_named(pools.front(), gpu_name(n.inventory, 2)).taints.empty());
+  EXPECT_TRUE(taint_gpus_without_share_daemon(pools, {n.uuid()}).empty()) << "tainted once";
+  EXPECT_EQ(device_named(pools.front(), n.device()).taints.size(), 1u);
 }
 
 }  // namespace

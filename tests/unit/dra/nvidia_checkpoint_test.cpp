@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dra/nvidia_checkpoint.h"
+#include "dra/claims/nvidia_checkpoint.h"
 
 namespace kgpu::dra {
 namespace {

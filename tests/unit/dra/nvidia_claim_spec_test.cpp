@@ -1,7 +1,7 @@
 // NVIDIA's per-claim CDI spec as kgpu reads it to hold the GPUs of a claim that driver prepared
 // (issue 38): the claim's device names and the GPUs' device nodes, from YAML or JSON; anything else
 // an error, never an exception; and which file names are such specs.
-#include "dra/nvidia_claim_spec.h"
+#include "dra/claims/nvidia_claim_spec.h"
 
 #include <gtest/gtest.h>
 

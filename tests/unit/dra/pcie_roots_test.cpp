@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "dra/pcie_roots.h"
+#include "dra/publish/pcie_roots.h"
 #include "unit/dra/synthetic_node.h"
 
 namespace kgpu::dra {

@@ -1,7 +1,7 @@
 // NVIDIA's opaque device configs (resource.nvidia.com/v1beta1) and Kubernetes byte quantities.
 #include <gtest/gtest.h>
 
-#include "dra/prepare_sharing.h"
+#include "dra/sharing/prepare_sharing.h"
 #include "unit/dra/claim_test_support.h"
 
 namespace kgpu::dra {

@@ -13,10 +13,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "dra/claim_checkpoint.h"
-#include "dra/device_names.h"
-#include "dra/prepare.h"
-#include "dra/slice_builder.h"
+#include "dra/claims/claim_checkpoint.h"
+#include "dra/model/device_names.h"
+#include "dra/model/publication.h"
+#include "dra/sharing/prepare.h"
 #include "unit/dra/claim_test_support.h"
 #include "unit/dra/synthetic_node.h"
 

@@ -2,7 +2,7 @@
 // off exponentially up to the bound and reported once as it starts and once as it ends.
 #include <gtest/gtest.h>
 
-#include "dra/repair_pacer.h"
+#include "dra/publish/repair_pacer.h"
 
 namespace kgpu::dra {
 namespace {

@@ -3,8 +3,8 @@
 // at prepare with both namespaces named, and taken once the GPU's shares of the first are gone.
 #include <gtest/gtest.h>
 
-#include "dra/claim_store.h"
-#include "dra/slice_builder.h"
+#include "dra/claims/claim_store.h"
+#include "dra/model/publication.h"
 #include "unit/dra/claim_test_support.h"
 #include "unit/dra/synthetic_node.h"
 

@@ -3,9 +3,9 @@
 // a 1Gi minimum was prepared with a 1 MiB MPS limit. The errors name the value.
 #include <gtest/gtest.h>
 
-#include "dra/claim.h"
-#include "dra/prepare.h"
-#include "dra/slice_builder.h"
+#include "dra/model/claim.h"
+#include "dra/model/publication.h"
+#include "dra/sharing/prepare.h"
 #include "unit/dra/claim_test_support.h"
 #include "unit/dra/synthetic_node.h"
 

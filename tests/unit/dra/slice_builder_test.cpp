@@ -2,8 +2,9 @@
 // names and types, device names, the v1 / v1beta1 shapes, the per-slice device limit.
 #include <gtest/gtest.h>
 
-#include "dra/device_names.h"
-#include "dra/slice_builder.h"
+#include "dra/model/device_names.h"
+#include "dra/model/publication.h"
+#include "dra/publish/slice_objects.h"
 #include "unit/dra/synthetic_node.h"
 
 namespace kgpu::dra {

@@ -8,7 +8,8 @@
 #include <limits>
 #include <set>
 
-#include "dra/slice_publisher_diff.h"
+#include "dra/publish/slice_objects.h"
+#include "dra/publish/slice_publisher_diff.h"
 #include "kube/resource_slice_list.h"
 #include "unit/dra/synthetic_node.h"
 

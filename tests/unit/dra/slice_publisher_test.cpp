@@ -2,8 +2,9 @@
 // and the pool generation; the ResourceSliceList / discovery parsers; the API version choice.
 #include <gtest/gtest.h>
 
-#include "dra/slice_publisher.h"
-#include "dra/slice_publisher_diff.h"
+#include "dra/publish/slice_objects.h"
+#include "dra/publish/slice_publisher.h"
+#include "dra/publish/slice_publisher_diff.h"
 #include "kube/resource_slice_list.h"
 #include "unit/dra/synthetic_node.h"
 

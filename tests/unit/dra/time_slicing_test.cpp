@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "dra/claim_checkpoint.h"
-#include "dra/claim_sharing.h"
-#include "dra/claim_store.h"
-#include "dra/time_slicing.h"
+#include "dra/claims/claim_checkpoint.h"
+#include "dra/claims/claim_store.h"
+#include "dra/sharing/claim_sharing.h"
+#include "dra/sharing/time_slicing.h"
 
 namespace kgpu::dra {
 namespace {
@@ -123,21 +123,21 @@ TEST(ClaimSharing, PendingResetsRunUntilTheySucceed) {
   Recorder rec;
   ClaimSharing sharing({"nvidia-smi", {}}, rec.runner(), ClaimMps({}));
   rec.fail = true;
-  auto failed = sharing.run_pending_resets(store);
+  auto failed = sharing.run_pending_resets(pending_resets_of(store));
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error().message, "cannot set compute mode DEFAULT on " + kGpu0 + ": exited with status 6");
   EXPECT_EQ(rec.runs.size(), 2u) << "every pending reset is tried, not only up to the first failure";
   EXPECT_EQ(store.pending_resets().size(), 2u);
 
   rec.fail = false;
-  ASSERT_TRUE(sharing.run_pending_resets(store).ok());
+  ASSERT_TRUE(sharing.run_pending_resets(pending_resets_of(store)).ok());
   ASSERT_EQ(rec.runs.size(), 6u);
   EXPECT_EQ(rec.runs[2], set_compute_mode_argv("nvidia-smi", kGpu0, "DEFAULT"));
   EXPECT_EQ(rec.runs[3], set_timeslice_argv("nvidia-smi", {kGpu0, TimeSliceInterval::Default}));
   EXPECT_EQ(rec.runs[5], set_timeslice_argv("nvidia-smi", {kGpu1, TimeSliceInterval::Default}));
   EXPECT_TRUE(store.pending_resets().empty());
   EXPECT_TRUE(ClaimStore(options, no_fetch).pending_resets().empty()) << "forgotten in the checkpoint";
-  ASSERT_TRUE(sharing.run_pending_resets(store).ok());
+  ASSERT_TRUE(sharing.run_pending_resets(pending_resets_of(store)).ok());
   EXPECT_EQ(rec.runs.size(), 6u) << "nothing pending: nothing run";
   fs::remove_all(root);
 }

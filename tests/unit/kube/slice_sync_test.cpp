@@ -9,7 +9,8 @@
 #include <optional>
 #include <thread>
 
-#include "dra/slice_publisher.h"
+#include "dra/publish/slice_objects.h"
+#include "dra/publish/slice_publisher.h"
 #include "kube/api_request.h"
 #include "support/eventually.h"
 #include "support/fake_api_server.h"
