@@ -209,3 +209,47 @@ TEST_F(FakeNvmlDynamicMig, InjectedFailureReachesCreate) {
 
 }  // namespace
 }  // namespace kgpu::fake_nvml::testing
+
+namespace kgpu::fake_nvml::testing {
+namespace {
+
+// The H200 and A100-40GB tables against NVIDIA's (MIG user guide; nvidia-smi mig -lgip).
+TEST_F(NvmlTest, PublishedH200AndA100Tables) {
+  auto fleet = dir_.file("h200.yaml", R"(node: {driver_version: "580.65.06", cuda_driver_version: 13000}
+defaults: {name: NVIDIA H200, architecture: hopper, compute_capability: "9.0", memory: {total_mib: 143771}, pci: {device_id: 0x2335}}
+gpus:
+  - {uuid: GPU-00000000-0000-4000-8000-000000000000, pci: {bus_id: "0000:18:00.0"}, mig: {capable: true, mode: enabled, profiles: h200}}
+  - {uuid: GPU-00000000-0000-4000-8000-000000000001, pci: {bus_id: "0000:19:00.0"}, mig: {capable: true, mode: enabled, profiles: a100-40gb}}
+)");
+  ASSERT_EQ(init_with(fleet), NVML_SUCCESS);
+  auto info_fn = sym<nvmlDeviceGetGpuInstanceProfileInfo_fn>("nvmlDeviceGetGpuInstanceProfileInfo");
+  struct Row {
+    unsigned index, id, slices, instances, sms;
+    unsigned long long mib;
+  };
+  const Row h200[] = {{NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, 1, 7, 16, 16384},
+                      {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, 1, 1, 16, 16384},
+                      {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, 1, 4, 26, 33280},
+                      {NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, 2, 3, 32, 33280},
+                      {NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, 3, 2, 60, 66560},
+                      {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, 4, 1, 64, 66560},
+                      {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, 7, 1, 132, 143360}};
+  for (const Row& r : h200) {
+    nvmlGpuInstanceProfileInfo_t info{};
+    ASSERT_EQ(info_fn(device(0), r.index, &info), NVML_SUCCESS) << r.index;
+    EXPECT_EQ(info.id, r.id);
+    EXPECT_EQ(info.sliceCount, r.slices);
+    EXPECT_EQ(info.instanceCount, r.instances);
+    EXPECT_EQ(info.multiprocessorCount, r.sms);
+    EXPECT_EQ(info.memorySizeMB, r.mib);
+  }
+  // A100-SXM4-40GB: 1g.10gb (id 15) has 4 instances of two memory slices each.
+  nvmlGpuInstanceProfileInfo_t info{};
+  ASSERT_EQ(info_fn(device(1), NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, &info), NVML_SUCCESS);
+  EXPECT_EQ(info.id, 15u);
+  EXPECT_EQ(info.instanceCount, 4u);
+  EXPECT_EQ(info.memorySizeMB, 9984u);
+}
+
+}  // namespace
+}  // namespace kgpu::fake_nvml::testing
