@@ -197,3 +197,34 @@ TEST(DynamicMigAllocation, WholeGpuExcludesEveryPlacement) {
 
 }  // namespace
 }  // namespace kgpu::dra
+
+#include "dra/model/dynamic_mig_name.h"
+
+namespace kgpu::dra {
+namespace {
+
+TEST(DynamicMigName, ReadsBackWhatTheLayoutNames) {
+  for (const auto& d : dynamic_mig_layout(h100(3)).devices) {
+    if (d.profile.empty()) continue;
+    auto parsed = parse_dynamic_mig_name(d.name);
+    ASSERT_TRUE(parsed) << d.name << ": " << parsed.error().message;
+    EXPECT_EQ(parsed->parent_minor, 3u);
+    EXPECT_EQ(parsed->profile_id, d.profile_id);
+    EXPECT_EQ(parsed->placement_start, d.placement_start);
+  }
+  auto me = parse_dynamic_mig_name("gpu-12-mig-1g10gb-me-20-6");
+  ASSERT_TRUE(me);
+  EXPECT_EQ(*me, (DynamicMigName{12, "1g10gb-me", 20, 6}));
+}
+
+TEST(DynamicMigName, RefusesWhatIsNotOne) {
+  for (const char* bad : {"", "gpu-0", "gpu-0-mig-", "gpu-0-mig-3g40gb-9", "gpu-x-mig-3g40gb-9-4",
+                          "gpu-0-mig-3g40gb-9-", "gpu-0-mig--9-4", "gpu-0-mig-3G40GB-9-4", "gpu-0-mig-3g40gb-99999999-4",
+                          "gpu-0-mig-3g40gb--4", "mig-3g40gb-9-4", "gpu-0-mig-3g40gb-9-4-"}) {
+    EXPECT_FALSE(parse_dynamic_mig_name(bad)) << bad;
+  }
+  EXPECT_FALSE(parse_dynamic_mig_name("gpu-0-mig-" + std::string(60, 'a') + "-9-4"));
+}
+
+}  // namespace
+}  // namespace kgpu::dra
