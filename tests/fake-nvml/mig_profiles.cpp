@@ -49,7 +49,9 @@ MigProfileTable a100_40gb() {
                      {"3g.20gb", NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, 3, 4, 2, {0, 4}, 42, 3, 2, 0, 0, 0, 20096},
                      {"4g.20gb", NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, 4, 4, 1, {0}, 56, 4, 2, 0, 0, 0, 20096},
                      {"7g.40gb", NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, 7, 8, 1, {0}, 98, 7, 5, 0, 1, 1, 40448},
-                     {"1g.5gb+me", NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, 1, 1, 1, {0, 1, 2, 3, 4, 5, 6}, 14, 1, 1, 0, 1, 1, 4864}});
+                     {"1g.5gb+me", NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, 1, 1, 1, {0, 1, 2, 3, 4, 5, 6}, 14, 1, 1, 0, 1, 1, 4864},
+                     // NVIDIA's A100 table lists 1g.10gb (R525+): one compute slice, two memory slices, 4 instances.
+                     {"1g.10gb", NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, {0, 2, 4, 6}, 14, 1, 1, 0, 0, 0, 9984}});
 }
 
 // A100-SXM4-80GB: same slicing as the 40 GB part, twice the memory, plus 1g.20gb.
@@ -76,16 +78,31 @@ MigProfileTable h100_80gb() {
                      {"1g.20gb", NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, {0, 2, 4, 6}, 26, 1, 1, 0, 1, 0, 20096}});
 }
 
+// H200 141GB (SXM5 / NVL): the H100's GH100 slicing with 141 GB. Ids, SMs, engines and the 1g.18gb,
+// 2g.35gb and 7g.141gb sizes (16.00 / 32.50 / 140.00 GiB) as `nvidia-smi mig -lgip` shows them; the
+// 1g.35gb, 3g.71gb and 4g.71gb sizes follow the same per-slice memory (not seen on a device).
+MigProfileTable h200() {
+  return make_table("h200", 16,
+                    {{"1g.18gb", NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, 1, 1, 7, {0, 1, 2, 3, 4, 5, 6}, 16, 1, 1, 0, 1, 0, 16384},
+                     {"2g.35gb", NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, 2, 2, 3, {0, 2, 4}, 32, 2, 2, 0, 2, 0, 33280},
+                     {"3g.71gb", NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, 3, 4, 2, {0, 4}, 60, 3, 3, 0, 3, 0, 66560},
+                     {"4g.71gb", NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, 4, 4, 1, {0}, 64, 4, 4, 0, 4, 0, 66560},
+                     {"7g.141gb", NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, 7, 8, 1, {0}, 132, 8, 7, 0, 7, 1, 143360},
+                     {"1g.18gb+me", NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, 1, 1, 1, {0, 1, 2, 3, 4, 5, 6}, 16, 1, 1, 0, 1, 1, 16384},
+                     {"1g.35gb", NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, {0, 2, 4, 6}, 26, 1, 1, 0, 1, 0, 33280}});
+}
+
 }  // namespace
 
 std::optional<MigProfileTable> builtin_mig_table(const std::string& name) {
   if (name == "a100-40gb") return a100_40gb();
   if (name == "a100-80gb") return a100_80gb();
   if (name == "h100-80gb") return h100_80gb();
+  if (name == "h200") return h200();
   return std::nullopt;
 }
 
-std::string builtin_mig_table_names() { return "a100-40gb, a100-80gb, h100-80gb"; }
+std::string builtin_mig_table_names() { return "a100-40gb, a100-80gb, h100-80gb, h200"; }
 
 unsigned default_gpu_instance_id(const GiProfile& profile, unsigned placement) {
   // The driver numbers GIs by size class and position; these are the ids nvidia-smi shows on an

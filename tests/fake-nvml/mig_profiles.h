@@ -8,7 +8,7 @@
 
 namespace kgpu::fake_nvml {
 
-// "a100-40gb", "a100-80gb", "h100-80gb"; nullopt for an unknown name.
+// "a100-40gb", "a100-80gb", "h100-80gb", "h200"; nullopt for an unknown name.
 std::optional<MigProfileTable> builtin_mig_table(const std::string& name);
 
 // Names of the built-in tables, for error messages.

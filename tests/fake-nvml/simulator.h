@@ -73,6 +73,19 @@ class Simulator {
   // The gate of the handle-lookup calls: a configured handle failure, then lost.
   nvmlReturn_t handle_gate(unsigned gpu_index) const;
 
+  // Dynamic MIG (simulator_mig.cpp): GPU and compute instances made and destroyed at run time, with
+  // NVML's placement rules. The handles of the other instances stay valid; the destroyed ones'
+  // turn invalid (INVALID_ARGUMENT), as a stale handle does on the real driver.
+  nvmlReturn_t create_gpu_instance(unsigned gpu_index, const GiProfile& profile, unsigned placement,
+                                   nvmlGpuInstance_st** out);
+  nvmlReturn_t create_compute_instance(nvmlGpuInstance_st* gi, unsigned slices, nvmlComputeInstance_st** out);
+  nvmlReturn_t destroy_gpu_instance(nvmlGpuInstance_st* gi);
+  nvmlReturn_t destroy_compute_instance(nvmlComputeInstance_st* ci);
+  // How many more instances of `profile` fit on the GPU as it is now (any placement).
+  unsigned remaining_capacity(unsigned gpu_index, const GiProfile& profile) const;
+  // nvmlDeviceSetMigMode: takes effect at once on Hopper and later, only pending (reset needed) before.
+  nvmlReturn_t set_mig_mode(unsigned gpu_index, unsigned mode, nvmlReturn_t* activation);
+
   nvmlEventSet_st* create_set();
   void free_set(nvmlEventSet_st* set);
   nvmlReturn_t register_events(const nvmlDevice_st& d, unsigned long long mask, nvmlEventSet_st* set);
@@ -105,6 +118,7 @@ class Simulator {
   std::unordered_set<const nvmlDevice_st*> devices_;
   std::unordered_set<const nvmlGpuInstance_st*> gpu_instances_;
   std::unordered_set<const nvmlComputeInstance_st*> compute_instances_;
+  unsigned long long created_serial_ = 0;  // instances made at run time, for their uuids
 };
 
 // "nvmlDeviceGetPciInfo_v3" -> "nvmlDeviceGetPciInfo".
