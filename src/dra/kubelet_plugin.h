@@ -42,6 +42,10 @@ struct ClaimHandler {
   // Whether a prepare of this claim is answered without reading the API server (it is prepared
   // already): such a prepare runs in the Local lane (claim_calls.h). Unset: never.
   std::function<bool(const ClaimRef&)> prepared;
+  // Called once per NodeUnprepareResources call, before it is answered, with the UIDs whose
+  // unprepare succeeded: makes them durable at once (one checkpoint write per call, not per claim);
+  // an error fails each of them. Unset: each unprepare was durable when it returned.
+  std::function<Status(const std::vector<std::string>& uids)> settle_unprepares;
 };
 
 struct KubeletPluginOptions {
