@@ -293,7 +293,7 @@ void retry_pending_resets(dra::ClaimStore& store, const dra::ClaimSharing& shari
 }
 
 // The kubelet's calls for one driver: its claim store, then the claim's sharing.
-// `after_unprepare` runs after each unprepare (a GPU a claim kept from its configured API may go
+// `after_unprepare` runs after each unprepare call has settled (a GPU a claim kept from its configured API may go
 // back to it); `shares_changed` after a claim with memory shares came or went (the shared GPUs'
 // daemons to watch change).
 dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing* sharing,
@@ -325,7 +325,7 @@ dra::ClaimHandler claim_handler(dra::ClaimStore* store, const dra::ClaimSharing*
     std::set<std::string> shared;
   };
   auto unsettled = std::make_shared<Unsettled>();
-  handler.unprepare = [store, sharing, after_unprepare, shares_changed, unsettled](const dra::ClaimRef& ref) -> Status {
+  handler.unprepare = [store, sharing, unsettled](const dra::ClaimRef& ref) -> Status {
     auto released = store->unprepare(ref.uid, dra::ClaimStore::Durability::AtSettle);
     if (!released) return released.error();
     if (*released)
