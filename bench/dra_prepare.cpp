@@ -16,7 +16,7 @@
 //   NodeUnprepareResources call. The time is that unprepare call's; counters: the prepare call
 //   (prepare_s), kgpu's VmRSS before any claim (rss_start_MiB), after one claim prepared and
 //   unprepared (rss_warm_MiB), with the 1,000 prepared (rss_prepared_MiB) and once all are
-//   unprepared (rss_end_MiB). Targets: unprepare < 1 s, rss_prepared <= 30 MiB, rss_end within
+//   unprepared (rss_end_MiB); anon_*: RssAnon (heap, stacks), without the code pages. Targets: unprepare < 1 s, rss_prepared <= 30 MiB, rss_end within
 //   2 MiB of rss_start. The CDI specs and the checkpoint are under $TMPDIR (fsyncs: on a disk,
 //   each prepare's spec and checkpoint writes dominate prepare_s).
 // Only this one: bench_dra_prepare --benchmark_filter=Socket
@@ -181,6 +181,11 @@ void BM_DraSocketManyClaims(benchmark::State& state) {
   constexpr int kClaims = 1000;
   namespace fs = std::filesystem;
   auto rss_mib = [](pid_t pid) { return static_cast<double>(bench::sample_process(pid).rss_kib) / 1024.0; };
+  // RssAnon: the heap and stacks, without the pages of kgpu's own code that new paths fault in.
+  auto anon_mib = [](pid_t pid) {
+    return static_cast<double>(bench::detail::status_fields("/proc/" + std::to_string(pid) + "/status")["RssAnon:"]) /
+           1024.0;
+  };
   for (auto _ : state) {
     Scratch dir;
     const std::string tmp = dir.path.string(), root = tmp + "/kubelet", cdi = tmp + "/cdi", log = tmp + "/kgpu.log";
@@ -235,7 +240,7 @@ void BM_DraSocketManyClaims(benchmark::State& state) {
         return state.SkipWithError("the warm-up prepare failed");
       if (!kubelet.unprepare("gpu.nvidia.com", {claims[0]}, 30s)) return state.SkipWithError("the warm-up unprepare failed");
     }
-    const double rss_warm = rss_mib(kgpu.pid());
+    const double rss_warm = rss_mib(kgpu.pid()), anon_warm = anon_mib(kgpu.pid());
     auto begun = std::chrono::steady_clock::now();
     auto prepared = kubelet.prepare("gpu.nvidia.com", claims, 120s);
     const double prepare_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
@@ -251,11 +256,13 @@ void BM_DraSocketManyClaims(benchmark::State& state) {
       if (!e.empty()) return state.SkipWithError(("unprepare: " + e).c_str());
     // What the daemon keeps once its claim-call threads have ended (they end as soon as idle).
     std::this_thread::sleep_for(200ms);
-    const double rss_end = rss_mib(kgpu.pid());
+    const double rss_end = rss_mib(kgpu.pid()), anon_end = anon_mib(kgpu.pid());
     state.SetIterationTime(unprepare_s);
     state.counters["prepare_s"] = prepare_s;
     state.counters["rss_start_MiB"] = rss_start;
     state.counters["rss_warm_MiB"] = rss_warm;
+    state.counters["anon_warm_MiB"] = anon_warm;
+    state.counters["anon_end_MiB"] = anon_end;
     state.counters["rss_prepared_MiB"] = rss_prepared;
     state.counters["rss_end_MiB"] = rss_end;
   }
