@@ -9,6 +9,17 @@
 // BM_DraPrepareRepeatCall: the kubelet asking again for a prepared claim (after its restart).
 // BM_DraUnprepareMany/T: 1,000 claims unprepared by T threads (see there).
 // The claim spec carries driver files like a real node's (60 libraries, 5 binaries, 2 firmware).
+// BM_DraSocketManyClaims (issue 40, item 3): the whole path, through the kubelet's socket. The real
+//   kgpu binary (this build's; KGPU_BENCH_BINARY overrides) runs DRA only on the fake NVML (a DGX
+//   A100 fixture node) against the fake API server, and the DRA kubelet simulator prepares 1,000
+//   admin-access claims in one NodePrepareResources call, then unprepares all of them in ONE
+//   NodeUnprepareResources call. The time is that unprepare call's; counters: the prepare call
+//   (prepare_s), kgpu's VmRSS before any claim (rss_start_MiB), after one claim prepared and
+//   unprepared (rss_warm_MiB), with the 1,000 prepared (rss_prepared_MiB) and once all are
+//   unprepared (rss_end_MiB); anon_*: RssAnon (heap, stacks), without the code pages. Targets: unprepare < 1 s, rss_prepared <= 30 MiB, rss_end within
+//   2 MiB of rss_start. The CDI specs and the checkpoint are under $TMPDIR (fsyncs: on a disk,
+//   each prepare's spec and checkpoint writes dominate prepare_s).
+// Only this one: bench_dra_prepare --benchmark_filter=Socket
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
@@ -19,8 +30,12 @@
 #include <vector>
 
 #include "cdi/spec_writer.h"
+#include "child_process.h"
+#include "proc_sample.h"
+#include "sim/dra_kubelet_sim.h"
+#include "support/fake_api_server.h"
 #include "dra/claims/claim_store.h"
-#include "dra/model/publication.h"
+#include "dra/model/slice_builder.h"
 #include "unit/dra/synthetic_node.h"
 
 namespace {
@@ -160,6 +175,100 @@ void BM_DraUnprepareMany(benchmark::State& state) {
   }
 }
 
+// See the header comment.
+void BM_DraSocketManyClaims(benchmark::State& state) {
+  using namespace std::chrono_literals;
+  constexpr int kClaims = 1000;
+  namespace fs = std::filesystem;
+  auto rss_mib = [](pid_t pid) { return static_cast<double>(bench::sample_process(pid).rss_kib) / 1024.0; };
+  // RssAnon: the heap and stacks, without the pages of kgpu's own code that new paths fault in.
+  auto anon_mib = [](pid_t pid) {
+    return static_cast<double>(bench::detail::status_fields("/proc/" + std::to_string(pid) + "/status")["RssAnon:"]) /
+           1024.0;
+  };
+  for (auto _ : state) {
+    Scratch dir;
+    const std::string tmp = dir.path.string(), root = tmp + "/kubelet", cdi = tmp + "/cdi", log = tmp + "/kgpu.log";
+    for (const auto& d : {root + "/device-plugins", root + "/plugins_registry", cdi}) fs::create_directories(d);
+    const std::string nvml_dir = KGPU_FAKE_NVML_DIR, fleet = std::string(KGPU_FIXTURES_DIR) + "/fleets/dgx-a100.yaml";
+    bench::Child gen({nvml_dir + "/kgpu-fake-nvml-fixture", fleet, tmp + "/node"}, {}, tmp + "/fixture.log");
+    if (!gen.started() || gen.wait_exit(30s) != 0) return state.SkipWithError("the fixture generator failed");
+    test::FakeApiServer api("node-1", {});
+    if (!api.bound()) return state.SkipWithError("the fake API server cannot listen");
+    const char* binary = std::getenv("KGPU_BENCH_BINARY");
+    bench::Child kgpu({binary && *binary ? binary : KGPU_BINARY, "plugin", "--kubelet-socket",
+                       root + "/device-plugins/kubelet.sock", "--log-level", "warn", "--sysfs-root", tmp + "/node/sys",
+                       "--proc-root", tmp + "/node/proc", "--dev-root", tmp + "/node", "--dra", "--cdi-spec-dir", cdi},
+                      {"LD_LIBRARY_PATH=" + nvml_dir, "KGPU_FAKE_NVML_FLEET=" + fleet, "NODE_NAME=node-1",
+                       "KGPU_KUBE_API=" + api.url(), "KGPU_DEVICE_PLUGIN=false"},
+                      log);
+    if (!kgpu.started()) return state.SkipWithError("cannot start kgpu");
+    sim::DraKubeletSim kubelet(root, 34);
+    if (!kubelet.wait_for_plugin(30s)) return state.SkipWithError("kgpu's DRA plugin did not register");
+    std::vector<std::string> devices;
+    if (!api.wait_slices(
+            [&](const auto& slices) {
+              devices.clear();
+              for (const auto& [name, slice] : slices)
+                for (const auto& d : slice["spec"].value("devices", json::array())) devices.push_back(d.value("name", ""));
+              return devices.size() >= 8;
+            },
+            30s))
+      return state.SkipWithError("no slices published");
+    std::vector<sim::DraClaim> claims;
+    for (int i = 0; i < kClaims; ++i) {
+      char uid[64];
+      std::snprintf(uid, sizeof uid, "0b6f2c4e-3333-4000-8000-%012d", i);
+      const std::string name = "c" + std::to_string(i);
+      json result = {{"request", "gpu"}, {"driver", "gpu.nvidia.com"}, {"pool", "node-1"},
+                     {"device", devices[static_cast<size_t>(i) % devices.size()]}, {"adminAccess", true}};
+      api.put_resource_claim(
+          json{{"apiVersion", "resource.k8s.io/v1"},
+               {"kind", "ResourceClaim"},
+               {"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", uid}}},
+               {"spec", {{"devices", {{"requests", json::array()}}}}},
+               {"status", {{"allocation", {{"devices", {{"results", {result}}, {"config", json::array()}}}}}}}});
+      claims.push_back({"team-a", name, uid});
+    }
+    const double rss_start = rss_mib(kgpu.pid());
+    // One claim prepared and unprepared first: what the first claim sets up once (the API client,
+    // resource.k8s.io's versions, the claim workers' thread stacks that glibc keeps for reuse) is
+    // not growth. rss_warm_MiB is kgpu's RSS after it.
+    {
+      auto warm = kubelet.prepare("gpu.nvidia.com", {claims[0]}, 30s);
+      if (!warm || warm->size() != 1 || !warm->begin()->second.error.empty())
+        return state.SkipWithError("the warm-up prepare failed");
+      if (!kubelet.unprepare("gpu.nvidia.com", {claims[0]}, 30s)) return state.SkipWithError("the warm-up unprepare failed");
+    }
+    const double rss_warm = rss_mib(kgpu.pid()), anon_warm = anon_mib(kgpu.pid());
+    auto begun = std::chrono::steady_clock::now();
+    auto prepared = kubelet.prepare("gpu.nvidia.com", claims, 120s);
+    const double prepare_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
+    if (!prepared || prepared->size() != claims.size()) return state.SkipWithError("NodePrepareResources failed");
+    for (const auto& [uid, p] : *prepared)
+      if (!p.error.empty()) return state.SkipWithError(("prepare: " + p.error).c_str());
+    const double rss_prepared = rss_mib(kgpu.pid());
+    begun = std::chrono::steady_clock::now();
+    auto unprepared = kubelet.unprepare("gpu.nvidia.com", claims, 120s);
+    const double unprepare_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
+    if (!unprepared || unprepared->size() != claims.size()) return state.SkipWithError("NodeUnprepareResources failed");
+    for (const auto& [uid, e] : *unprepared)
+      if (!e.empty()) return state.SkipWithError(("unprepare: " + e).c_str());
+    // What the daemon keeps once its claim-call threads have ended (they end as soon as idle).
+    std::this_thread::sleep_for(200ms);
+    const double rss_end = rss_mib(kgpu.pid()), anon_end = anon_mib(kgpu.pid());
+    state.SetIterationTime(unprepare_s);
+    state.counters["prepare_s"] = prepare_s;
+    state.counters["rss_start_MiB"] = rss_start;
+    state.counters["rss_warm_MiB"] = rss_warm;
+    state.counters["anon_warm_MiB"] = anon_warm;
+    state.counters["anon_end_MiB"] = anon_end;
+    state.counters["rss_prepared_MiB"] = rss_prepared;
+    state.counters["rss_end_MiB"] = rss_end;
+  }
+}
+
+BENCHMARK(BM_DraSocketManyClaims)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DraPrepareClaimPure)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DraUnprepareMany)->Arg(1)->Arg(8)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DraPrepareFirstCall)->Unit(benchmark::kMicrosecond);

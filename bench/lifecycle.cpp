@@ -51,7 +51,12 @@
 // How to run:
 //   cmake --build build --target kgpu fake_nvml kgpu-fake-nvml-fixture bench_lifecycle
 //   build/bench/bench_lifecycle [--mode device-plugin|dra|dra-only] [--binary PATH] [--fleet FLEET.yaml|PATH]
-//                               [--launches N] [--idle-seconds S]
+//                               [--launches N] [--idle-seconds S] [--folder-watch yes|no]
+// Throughout, unless --folder-watch no, a second process holds an inotify watch on the device-plugin
+// folder as the kubelet's device manager does (fsnotify): an exit that releases inotify instances
+// waits for fsnotify grace periods, which are slow while another fsnotify user is active (issue 40).
+// "exec (posix_spawn returned) -> Register received" leaves the spawn out: glibc's posix_spawn
+// returns once the child has exec'd kgpu.
 // Defaults: this build's kgpu, tests/fixtures/fleets/dgx-a100.yaml, 10 launches, 60 s idle. The fake NVML
 // and the fixture generator always come from this build, so `--binary /old/checkout/build/src/cli/kgpu`
 // measures an older kgpu on the same node. The plugin inherits this process's environment, so settings
@@ -66,6 +71,7 @@
 #include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -88,7 +94,7 @@
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "proc_sample.h"
-#include "spawn_logged.h"
+#include "child_process.h"
 #include "sim/dra_kubelet_sim.h"
 #include "sim/kubelet_sim.h"
 #include "sim/sim_steps.h"
@@ -118,6 +124,7 @@ struct Options {
   std::string fleet = std::string(KGPU_FIXTURES_DIR) + "/fleets/dgx-a100.yaml";
   int launches = 10;
   int idle_seconds = 60;
+  bool folder_watch = true;  // a second process watching the device-plugin folder, as the kubelet
 };
 
 std::optional<Options> parse_options(int argc, char** argv) {
@@ -149,6 +156,12 @@ std::optional<Options> parse_options(int argc, char** argv) {
         std::cerr << "--mode is device-plugin, dra or dra-only, got \"" << v << "\"\n";
         return std::nullopt;
       }
+    } else if (a == "--folder-watch") {
+      if (v != "yes" && v != "no") {
+        std::cerr << "--folder-watch is yes or no, got \"" << v << "\"\n";
+        return std::nullopt;
+      }
+      o.folder_watch = v == "yes";
     } else if (a == "--binary") {
       o.binary = v;
     } else if (a == "--fleet") {
@@ -164,7 +177,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
     } else {
       std::cerr << "unknown option " << a
                 << "\nusage: bench_lifecycle [--mode device-plugin|dra|dra-only] [--binary PATH] [--fleet FLEET] "
-                   "[--launches N] [--idle-seconds S]\n";
+                   "[--launches N] [--idle-seconds S] [--folder-watch yes|no]\n";
       return std::nullopt;
     }
   }
@@ -179,45 +192,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
   return o;
 }
 
-// A spawned process with a pidfd opened at once, so that the exit is seen the moment it happens.
-class Child {
- public:
-  Child(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const std::string& log) {
-    pid_ = kgpu::bench::spawn_logged(argv, extra_env, log);
-    if (pid_ > 0) pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (pidfd_ >= 0) ::close(pidfd_);
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  pid_t pid() const { return pid_; }
-  bool started() const { return pid_ > 0 && pidfd_ >= 0; }
-
-  // Waits for the exit (SIGKILL after `timeout`); the exit status, or 128 + signal, or -1 when killed.
-  int wait_exit(std::chrono::milliseconds timeout) {
-    pollfd p{pidfd_, POLLIN, 0};
-    ::poll(&p, 1, static_cast<int>(timeout.count()));
-    int st = 0;
-    if (::waitpid(pid_, &st, WNOHANG) != pid_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &st, 0);
-      pid_ = -1;
-      return -1;
-    }
-    pid_ = -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  }
-
- private:
-  pid_t pid_ = -1;
-  int pidfd_ = -1;
-};
+using kgpu::bench::Child;
 
 struct Exit {
   double ms = 0;
@@ -293,6 +268,51 @@ class CreationWatch {
   int count_ = 0;
   Clock::time_point last_{};
   std::thread thread_;
+};
+
+// A second process holding an inotify watch on the device-plugin folder, as the kubelet's device
+// manager does (fsnotify, with its mask): the fsnotify state kgpu's exit meets on a node (issue 40,
+// item 2: releasing an inotify instance waits for an fsnotify grace period, slower while another
+// fsnotify user is active). It reads its events and ends with this process (PDEATHSIG) or the
+// destructor. Forked before this process starts threads: the child calls only async-signal-safe
+// functions.
+class FolderWatcher {
+ public:
+  explicit FolderWatcher(const std::string& dir) {
+    int ready[2];
+    if (::pipe2(ready, O_CLOEXEC) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const int fd = ::inotify_init1(IN_CLOEXEC);
+      // github.com/fsnotify/fsnotify's Add (kubelet 1.19 .. 1.34).
+      const uint32_t mask = IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_ATTRIB | IN_MODIFY | IN_MOVE_SELF |
+                            IN_DELETE | IN_DELETE_SELF;
+      const char ok = fd >= 0 && ::inotify_add_watch(fd, dir.c_str(), mask) >= 0 ? 'y' : 'n';
+      if (::write(ready[1], &ok, 1) != 1 || ok != 'y') ::_exit(1);
+      alignas(inotify_event) char buf[4096];
+      while (::read(fd, buf, sizeof buf) > 0 || errno == EINTR) {
+      }
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    char ok = 'n';
+    ok_ = pid_ > 0 && ::read(ready[0], &ok, 1) == 1 && ok == 'y';
+    ::close(ready[0]);
+  }
+  ~FolderWatcher() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  FolderWatcher(const FolderWatcher&) = delete;
+  FolderWatcher& operator=(const FolderWatcher&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  pid_t pid_ = -1;
+  bool ok_ = false;
 };
 
 bool is_socket(const std::string& path) {
@@ -378,6 +398,8 @@ class Bench {
     }
     env_ = {"LD_LIBRARY_PATH=" + nvml_dir, "KGPU_FAKE_NVML_FLEET=" + o_.fleet};
     if (o_.mode != Mode::DevicePlugin) return run_dra();
+    std::optional<FolderWatcher> watcher;
+    if (o_.folder_watch && !watcher.emplace(plugin_dir_).ok()) return fail("inotify on " + plugin_dir_), 1;
 
     kgpu::sim::KubeletSim sim(plugin_dir_);
     if (auto st = sim.start(); !st) {
@@ -427,10 +449,12 @@ class Bench {
     for (int i = 0; i < o_.launches; ++i) {
       auto t0 = Clock::now();
       Child plugin(plugin_argv(plugin_dir_, ""), env_, log_);
+      const auto exec_done = Clock::now();  // posix_spawn returns once the child has exec'd (vfork)
       if (!plugin.started()) return fail("cannot start " + o_.binary);
       auto registered = wait_registered_since(sim, t0, expected, 30s);
       if (!registered) return fail("the plugin did not register within 30 s");
       launch_.values.push_back(ms(*registered - t0));
+      launch_exec_.values.push_back(ms(*registered - exec_done));
       // With several resources, also the last Register: from the second launch on, once every
       // resource the first launch showed is known to wait for.
       if (i > 0 && expected.size() > 1) {
@@ -544,6 +568,8 @@ class Bench {
     plugin_dir_ = root + "/device-plugins";
     cdi_dir_ = tmp_ + "/cdi";
     for (const auto& d : {plugin_dir_, root + "/plugins_registry", cdi_dir_}) fs::create_directories(d);
+    std::optional<FolderWatcher> watcher;
+    if (o_.folder_watch && !watcher.emplace(plugin_dir_).ok()) return fail("inotify on " + plugin_dir_), 1;
     kgpu::test::FakeApiServer api(kNode, {});
     if (!api.bound()) return fail("the fake API server cannot listen"), 1;
     kgpu::sim::KubeletSim sim(plugin_dir_);
@@ -627,6 +653,7 @@ class Bench {
     const uintmax_t log_offset = fs::exists(log_) ? fs::file_size(log_, ec) : 0;
     const auto t0 = Clock::now();
     Child plugin(dra_argv(), env, log_);
+    const auto exec_done = Clock::now();
     if (!plugin.started()) return fail("cannot start " + o_.binary);
     auto registered = kubelet.wait_for_plugin(30s);
     if (!registered) return fail("the DRA plugin did not register: " + registered.error().message);
@@ -645,6 +672,7 @@ class Bench {
       auto dp = wait_registered_since(sim, t0, {}, 30s);
       if (!dp) return fail("the device-plugin side did not register within 30 s");
       launch_.values.push_back(ms(*dp - t0));
+      launch_exec_.values.push_back(ms(*dp - exec_done));
     }
     // The slice watch is open: kgpu follows its slices.
     if (!api.wait_slice_counts([&](const auto& c) { return c.watches > watches_before; }, 30s))
@@ -740,11 +768,15 @@ class Bench {
                 o_.mode == Mode::Dra ? "DRA and device-plugin API (--dra --dra-gpus 0,1,2,3)"
                                      : "DRA only (--dra, KGPU_DEVICE_PLUGIN=false)",
                 o_.binary.c_str(), fs::path(o_.fleet).filename().c_str(), o_.launches, o_.idle_seconds);
+    print_folder_watch();
     std::printf("| figure (ms) | median | min | max |\n|---|---|---|---|\n");
     print_row(dra_slices_);
     print_row(dra_slices_owned_);
     print_row(dra_registered_);
-    if (o_.mode == Mode::Dra) print_row(launch_);
+    if (o_.mode == Mode::Dra) {
+      print_row(launch_);
+      print_row(launch_exec_);
+    }
     print_row(dra_prepare_);
     print_row(dra_prepare_again_);
     print_row(dra_unprepare_);
@@ -777,8 +809,10 @@ class Bench {
   void print() const {
     std::printf("kgpu lifecycle: %s, fleet %s (%s), %d launches, %d s idle\n\n", o_.binary.c_str(),
                 fs::path(o_.fleet).filename().c_str(), resources_.c_str(), o_.launches, o_.idle_seconds);
+    print_folder_watch();
     std::printf("| figure (ms) | median | min | max |\n|---|---|---|---|\n");
     print_row(launch_);
+    print_row(launch_exec_);
     if (!launch_all_.values.empty()) print_row(launch_all_);
     print_row(socket_created_);
     print_row(restart_);
@@ -789,6 +823,11 @@ class Bench {
     print_row({sigterm_raw_.label + " (" + large + ")", sigterm_raw_.values});
     print_row(sigterm_alone_);
     print_idle();
+  }
+
+  void print_folder_watch() const {
+    std::printf("a second process watching the device-plugin folder with inotify (as the kubelet): %s\n\n",
+                o_.folder_watch ? "yes" : "no (--folder-watch no)");
   }
 
   void print_idle() const {
@@ -834,6 +873,7 @@ class Bench {
   size_t gpus_ = 0, large_devices_ = 0, list_bytes_ = 0;
   std::string resources_;  // "8 x nvidia.com/gpu, ..." as the kubelet saw them idle
   Figure launch_{"launch (posix_spawn) -> Register received", {}};
+  Figure launch_exec_{"exec (posix_spawn returned) -> Register received", {}};
   Figure launch_all_{"launch (posix_spawn) -> every resource's Register received", {}};
   Figure socket_created_{"kubelet restart: kubelet.sock created (inotify) -> Register received", {}};
   Figure restart_{"kubelet restart: old sockets deleted -> Register received", {}};

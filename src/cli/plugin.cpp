@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "config/config_changes.h"
+#include "core/inotify_hub.h"
 #include "config/loader.h"
 #include "server/daemon.h"
 #include "server/node_discovery.h"
@@ -68,6 +69,10 @@ int run_plugin(const PluginArgs& args) {
   // freed: a burst of big requests or lists must not leave the daemon's RSS high for good (glibc
   // otherwise raises its mmap threshold after the first such free and keeps them in the heap).
   mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  // Two malloc arenas, not glibc's 8 per core: the daemon's threads (gRPC's, the DRA claim workers,
+  // the watchers) are seldom busy at once, and each arena keeps the memory its threads freed, so a
+  // burst of 1,000 claims over 16 workers left most of it spread over 16 heaps (issue 40, item 3).
+  mallopt(M_ARENA_MAX, 2);
   auto env = kgpu::process_environment();
   // Per-node config (Helm with several configs): the Node's label picks the file.
   auto node_config = kgpu::cli::NodeConfigSelector::from_env(env);
@@ -155,6 +160,9 @@ int run_plugin(const PluginArgs& args) {
   else
     spdlog::info("kgpu {} starting; device-plugin directory {}", KGPU_VERSION,
                  kgpu::server::plugin_dir_of(options.config.kubelet_socket));
+  // SIGTERM: every inotify watch of the process released at once, before the sockets go and while
+  // fsnotify is idle, so that neither a stop path nor the exit waits on the kernel for them.
+  options.on_shutdown = [] { kgpu::InotifyChannel::release_all(); };
   kgpu::server::Daemon daemon(std::move(options));
   kgpu::cli::HealthWiring health(daemon, discovery, metrics_server ? &metrics : nullptr);
   kgpu::cli::LabelsWriter labels(static_cast<int64_t>(std::time(nullptr)));

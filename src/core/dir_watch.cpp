@@ -52,19 +52,19 @@ std::string normalise(const std::string& dir) {
 }  // namespace
 
 Result<DirWatch> DirWatch::open(const std::vector<std::string>& dirs, uint32_t mask) {
-  UniqueFd fd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-  if (!fd.valid()) return Error::unavailable(std::string("inotify_init1: ") + std::strerror(errno));
+  auto channel = InotifyChannel::open();
+  if (!channel) return channel.error();
   std::set<std::string> unique;
   for (const auto& d : dirs) unique.insert(normalise(d));
   std::vector<Target> targets;
   for (const auto& d : unique) targets.push_back({d, ""});
-  DirWatch watch(std::move(fd), std::move(targets), mask);
+  DirWatch watch(std::move(*channel), std::move(targets), mask);
   watch.rearm();
   return watch;
 }
 
-DirWatch::DirWatch(UniqueFd fd, std::vector<Target> targets, uint32_t mask)
-    : fd_(std::move(fd)), targets_(std::move(targets)), mask_(mask) {}
+DirWatch::DirWatch(InotifyChannel channel, std::vector<Target> targets, uint32_t mask)
+    : channel_(std::move(channel)), targets_(std::move(targets)), mask_(mask) {}
 
 bool DirWatch::wait_for_change(int stop_fd) {
   while (true) {
@@ -93,7 +93,7 @@ bool DirWatch::rearm_once() {
   std::map<int, std::string> now;
   for (const auto& [path, mask] : wanted) {
     // Replaces the mask when the folder is already watched (same wd).
-    const int wd = ::inotify_add_watch(fd_.get(), path.c_str(), mask | kSelfMask);
+    const int wd = channel_.add_watch(path, mask | kSelfMask);
     if (wd >= 0) {
       now[wd] = path;
       continue;
@@ -105,7 +105,7 @@ bool DirWatch::rearm_once() {
     changed = true;
   }
   for (const auto& [wd, path] : watches_)
-    if (!now.count(wd)) ::inotify_rm_watch(fd_.get(), wd);  // EINVAL when already gone: fine
+    if (!now.count(wd)) channel_.rm_watch(wd);
   watches_ = std::move(now);
   return changed;
 }
@@ -125,7 +125,7 @@ bool DirWatch::drain() {
   bool changed = false, need_rearm = false;
   alignas(inotify_event) char buffer[16384];
   while (true) {
-    const ssize_t n = ::read(fd_.get(), buffer, sizeof(buffer));
+    const ssize_t n = ::read(channel_.fd(), buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // EAGAIN: drained
     for (ssize_t at = 0; at + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {

@@ -9,6 +9,8 @@
 // Use: poll fd() for POLLIN, then call drain(); when it returns true, re-read whatever the watched
 // folders hold (events are a hint, the file system is the truth: events may have been lost in an
 // overflow, or have happened while a folder was being re-watched).
+// The watches are on the process's shared inotify instance (core/inotify_hub.h): opening or ending
+// a DirWatch never waits on the kernel.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -16,7 +18,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "core/unique_fd.h"
+#include "core/inotify_hub.h"
 
 namespace kgpu {
 
@@ -27,7 +29,7 @@ class DirWatch {
   // itself is unavailable.
   static Result<DirWatch> open(const std::vector<std::string>& dirs, uint32_t mask);
 
-  int fd() const { return fd_.get(); }
+  int fd() const { return channel_.fd(); }
 
   // Reads every pending event without blocking and re-arms the watches. True when something in the
   // folders may have changed: an event inside one, a folder appearing or vanishing, or an overflow.
@@ -46,12 +48,12 @@ class DirWatch {
     std::string dir;      // absolute, no trailing slash
     std::string watched;  // dir, or its deepest existing ancestor
   };
-  DirWatch(UniqueFd fd, std::vector<Target> targets, uint32_t mask);
+  DirWatch(InotifyChannel channel, std::vector<Target> targets, uint32_t mask);
   // Points every watch at the deepest existing folder; true when any target's watched folder changed.
   bool rearm();
   bool rearm_once();
 
-  UniqueFd fd_;
+  InotifyChannel channel_;  // of the process's one inotify instance (core/inotify_hub.h)
   std::vector<Target> targets_;
   uint32_t mask_;
   std::map<int, std::string> watches_;  // wd -> watched path

@@ -25,7 +25,7 @@ void MpsReadinessWatcher::stop() {
     [[maybe_unused]] auto n = ::write(stop_fd_.get(), &one, sizeof(one));
     thread_.join();
   }
-  inotify_fd_.reset();
+  inotify_.reset();
   stop_fd_.reset();
 }
 
@@ -40,16 +40,18 @@ void MpsReadinessWatcher::on_plan(const Config& config, const ResourcePlan& plan
   rearm_ = false;
   markers_ = markers;
   if (markers.empty()) return;
-  inotify_fd_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  auto channel = InotifyChannel::open();
+  if (channel) inotify_.emplace(std::move(*channel));
   stop_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!inotify_fd_.valid() || !stop_fd_.valid()) {
-    spdlog::error("mps: cannot watch the readiness markers: {}", std::strerror(errno));
+  if (!inotify_ || !stop_fd_.valid()) {
+    spdlog::error("mps: cannot watch the readiness markers: {}",
+                  channel ? std::string(std::strerror(errno)) : channel.error().message);
     stop();
     return;
   }
   bool gone = false;
   for (const auto& m : markers) {
-    if (::inotify_add_watch(inotify_fd_.get(), m.c_str(),
+    if (inotify_->add_watch(m,
                             IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_DONT_FOLLOW) < 0) {
       // Gone between the readiness check and now: re-plan at once.
       spdlog::info("mps: readiness marker {} vanished: {}", m, std::strerror(errno));
@@ -73,7 +75,7 @@ void MpsReadinessWatcher::on_plan(const Config& config, const ResourcePlan& plan
 
 // The fds are opened before the thread starts and closed only after it is joined.
 void MpsReadinessWatcher::run() {
-  const int inotify_fd = inotify_fd_.get();
+  const int inotify_fd = inotify_->fd();
   while (true) {
     pollfd fds[2] = {{inotify_fd, POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;

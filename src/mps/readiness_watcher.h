@@ -7,12 +7,14 @@
 // no wake-ups.
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "config/config.h"
 #include "core/resource_plan.h"
+#include "core/inotify_hub.h"
 #include "core/unique_fd.h"
 
 namespace kgpu {
@@ -38,7 +40,8 @@ class MpsReadinessWatcher {
   // restarted at once renames a new marker into place), so the next on_plan re-arms.
   std::atomic<bool> rearm_{false};
   std::thread thread_;
-  UniqueFd inotify_fd_, stop_fd_;
+  std::optional<InotifyChannel> inotify_;  // the process's one inotify instance (core/inotify_hub.h)
+  UniqueFd stop_fd_;
 };
 
 }  // namespace kgpu

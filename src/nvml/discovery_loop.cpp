@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include "core/inotify_hub.h"
 #include "core/thread_name.h"
 #include "nvml/backoff.h"
 
@@ -30,7 +32,7 @@ struct NvidiaDiscoveryLoop::State {
   DiscoveryLoopOptions options;
   Callback on_found;
   int wake_fd = -1;     // eventfd: stop() and retry_now()
-  int inotify_fd = -1;  // device nodes / driver libraries appearing
+  std::optional<InotifyChannel> inotify;  // device nodes / driver libraries appearing
   std::atomic<bool> stopping{false};
   std::atomic<int> attempts{0};
   mutable std::mutex mu;
@@ -39,18 +41,18 @@ struct NvidiaDiscoveryLoop::State {
 
   ~State() {
     if (wake_fd >= 0) ::close(wake_fd);
-    if (inotify_fd >= 0) ::close(inotify_fd);
   }
 
   void add_watches() {
-    inotify_fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (inotify_fd < 0) return;  // only a faster wake-up is lost; backoff still retries
+    auto channel = InotifyChannel::open();
+    if (!channel) return;  // only a faster wake-up is lost; backoff still retries
+    inotify.emplace(std::move(*channel));
     std::string dev_root = options.discovery.dev_root.empty() ? "/" : options.discovery.dev_root;
     std::vector<std::string> dirs = {(dev_root == "/" ? std::string() : dev_root) + "/dev"};
     for (const auto& candidate : NvmlLibrary::candidate_paths(options.driver_root))
       dirs.push_back(candidate.substr(0, candidate.rfind('/')));
     for (const auto& d : dirs)
-      static_cast<void>(::inotify_add_watch(inotify_fd, d.c_str(), IN_CREATE | IN_MOVED_TO | IN_ATTRIB));
+      static_cast<void>(inotify->add_watch(d, IN_CREATE | IN_MOVED_TO | IN_ATTRIB));
   }
 
   void drain(int fd) {
@@ -61,12 +63,12 @@ struct NvidiaDiscoveryLoop::State {
 
   // Waits for the delay, a wake-up or a relevant file appearing; false when stopping.
   bool wait(std::chrono::milliseconds delay) {
-    pollfd fds[2] = {{wake_fd, POLLIN, 0}, {inotify_fd, POLLIN, 0}};
-    int n = inotify_fd >= 0 ? 2 : 1;
+    pollfd fds[2] = {{wake_fd, POLLIN, 0}, {inotify ? inotify->fd() : -1, POLLIN, 0}};
+    int n = inotify ? 2 : 1;
     int rc = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(delay.count()));
     if (rc > 0) {
       if (fds[0].revents & POLLIN) drain(wake_fd);
-      if (n == 2 && (fds[1].revents & POLLIN)) drain(inotify_fd);
+      if (n == 2 && (fds[1].revents & POLLIN)) drain(inotify->fd());
     }
     return !stopping.load();
   }

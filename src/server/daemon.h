@@ -44,6 +44,9 @@ struct DaemonOptions {
   // (no re-planning). Null: the device-plugin API serves everything.
   std::function<ResourcePlan(const Inventory&, ResourcePlan)> api_share;
   std::chrono::milliseconds withheld_replan_interval{1000};
+  // Run first when the daemon stops (SIGTERM), before any socket is removed; may be null. The
+  // plugin's exit path releases the process's inotify watches there (core/inotify_hub.h).
+  std::function<void()> on_shutdown;
   // Hears about Allocate / GetPreferredAllocation / registrations (metrics); may be null.
   std::shared_ptr<ServerEvents> events;
   std::chrono::milliseconds register_timeout{2000};

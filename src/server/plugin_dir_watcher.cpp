@@ -26,22 +26,18 @@ DirChanges parse_inotify_events(const char* buffer, size_t length) {
 }
 
 Result<PluginDirWatcher> PluginDirWatcher::open(const std::string& dir) {
-  int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (fd < 0) return Error::unavailable(std::string("inotify_init1: ") + std::strerror(errno));
-  if (::inotify_add_watch(fd, dir.c_str(),
-                          IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
-    int err = errno;
-    ::close(fd);
-    return Error::unavailable("cannot watch " + dir + ": " + std::strerror(err));
-  }
-  return PluginDirWatcher(fd);
+  auto channel = InotifyChannel::open();
+  if (!channel) return channel.error();
+  if (channel->add_watch(dir, IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF) < 0)
+    return Error::unavailable("cannot watch " + dir + ": " + std::strerror(errno));
+  return PluginDirWatcher(std::move(*channel));
 }
 
 DirChanges PluginDirWatcher::read_changes() {
   DirChanges all;
   alignas(inotify_event) char buf[8192];
   while (true) {
-    ssize_t n = ::read(fd_.get(), buf, sizeof(buf));
+    ssize_t n = ::read(channel_.fd(), buf, sizeof(buf));
     if (n <= 0) break;  // EAGAIN: drained
     DirChanges c = parse_inotify_events(buf, static_cast<size_t>(n));
     all.kubelet_socket_created |= c.kubelet_socket_created;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/result.h"
-#include "core/unique_fd.h"
+#include "core/inotify_hub.h"
 
 namespace kgpu::server {
 
@@ -24,12 +24,12 @@ class PluginDirWatcher {
  public:
   static Result<PluginDirWatcher> open(const std::string& dir);
 
-  int fd() const { return fd_.get(); }  // readable when events are pending (poll it)
+  int fd() const { return channel_.fd(); }  // readable when events are pending (poll it)
   DirChanges read_changes();      // drains every pending event; never blocks
 
  private:
-  explicit PluginDirWatcher(int fd) : fd_(fd) {}
-  UniqueFd fd_;
+  explicit PluginDirWatcher(InotifyChannel channel) : channel_(std::move(channel)) {}
+  InotifyChannel channel_;  // the process's one inotify instance (core/inotify_hub.h): no wait at exit
 };
 
 }  // namespace kgpu::server

@@ -2,7 +2,8 @@
 // What the kubelet's DRA calls do for one driver (the kubelet plugin's ClaimHandler): the claim
 // store prepares a claim, then its sharing is applied on the node (time slices, compute modes, MPS
 // daemons), and a prepare whose sharing fails is rolled back so the kubelet's retry starts afresh.
-// An unprepare releases the claim, then undoes its sharing; time-slice resets left pending by a
+// An unprepare releases the claim, then undoes its sharing; the unprepares of one kubelet call
+// become durable together (settle_unprepares: one checkpoint write per call); time-slice resets left pending by a
 // failed or interrupted undo are retried before every prepare and after every unprepare.
 #include <functional>
 #include <string>
@@ -23,10 +24,14 @@ struct ClaimHandler {
   // Whether a prepare of this claim is answered without reading the API server (it is prepared
   // already): such a prepare runs in the Local lane (claim_calls.h). Unset: never.
   std::function<bool(const ClaimRef&)> prepared;
+  // Called once per NodeUnprepareResources call, before it is answered, with the UIDs whose
+  // unprepare succeeded: makes them durable at once (one checkpoint write per call, not per claim);
+  // an error fails each of them. Unset: each unprepare was durable when it returned.
+  std::function<Status(const std::vector<std::string>& uids)> settle_unprepares;
 };
 
-// The handler of one driver's claims. `after_unprepare` runs after each unprepare (a GPU a claim
-// kept from its configured API may go back to it); `shares_changed` after a claim with memory
+// The handler of one driver's claims. `after_unprepare` runs after each unprepare call has settled
+// (a GPU a claim kept from its configured API may go back to it); `shares_changed` after a claim with memory
 // shares came or went (the shared GPUs' daemons to watch change). Both pointers outlive it.
 ClaimHandler claim_handler(ClaimStore* store, const ClaimSharing* sharing, std::function<void()> after_unprepare,
                            std::function<void()> shares_changed);

@@ -284,6 +284,7 @@ Status ClaimStore::write_covering(std::unique_lock<std::mutex>& lock, uint64_t m
   lock.lock();
   if (written) {
     saved_version_ = covering;
+    forget_settled_locked(covering);
     return ok_status();
   }
   // Still the only writer: the next one snapshots the record without this change. Callers whose
@@ -538,7 +539,38 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   return result;
 }
 
-Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& uid) {
+void ClaimStore::forget_settled_locked(uint64_t version) {
+  for (auto it = unsettled_.begin(); it != unsettled_.end();) {
+    if (it->second.version > version) {
+      ++it;
+      continue;
+    }
+    claims_.erase(it->first);
+    last_change_.erase(it->first);
+    removing_.erase(it->first);
+    it = unsettled_.erase(it);
+  }
+}
+
+Status ClaimStore::settle(const std::vector<std::string>& uids) {
+  std::unique_lock lock(mu_);
+  uint64_t mine = 0;
+  for (const auto& uid : uids)
+    if (auto u = unsettled_.find(uid); u != unsettled_.end()) mine = std::max(mine, u->second.version);
+  if (mine == 0) return ok_status();  // other writes made them durable already
+  Status st = frozen_ ? Status(Error::unavailable(frozen_reason_)) : write_covering(lock, mine, [] {});
+  if (st) return st;
+  for (const auto& uid : uids) {
+    auto u = unsettled_.find(uid);
+    if (u == unsettled_.end()) continue;
+    for (const auto& uuid : u->second.added_resets) pending_resets_.erase(uuid);
+    removing_.erase(uid);
+    unsettled_.erase(u);
+  }
+  return st;
+}
+
+Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& uid, Durability when) {
   if (!is_safe_claim_uid(uid)) return Error::invalid("claim UID " + quote_text(uid) + " is not a Kubernetes UID");
   std::unique_lock lock(mu_);
   auto it = claims_.find(uid);
@@ -563,10 +595,7 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
   // Recorded in the same write that forgets the claim: a kgpu killed before the caller runs the
   // resets finds them at its next start.
   std::vector<std::string> added;
-  std::vector<PreparedClaim> remaining;
-  for (const auto& [other_uid, c] : claims_)
-    if (!removing_.contains(other_uid)) remaining.push_back(c);
-  for (auto& reset : time_slices_to_reset(remaining, *released)) {
+  for (auto& reset : time_slices_to_reset(remaining_setters_locked(*released), *released)) {
     std::string uuid = reset.gpu_uuid;
     if (pending_resets_.emplace(uuid, std::move(reset)).second) added.push_back(std::move(uuid));
   }
@@ -574,6 +603,14 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
     for (const auto& uuid : added) pending_resets_.erase(uuid);
     removing_.erase(uid);
   };
+  if (when == Durability::AtSettle) {
+    if (frozen_) {
+      undo();
+      return Error::unavailable("cannot unprepare claim " + uid + ": " + frozen_reason_);
+    }
+    unsettled_[uid] = Unsettled{++version_, std::move(added)};
+    return released;
+  }
   if (auto st = commit(lock, undo); !st)
     return Error::unavailable("cannot unprepare claim " + uid + ": " + st.error().message);
   claims_.erase(uid);
@@ -616,17 +653,27 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare_unrecorded_locked(std
   recovered_minors_.erase(uid);
   recovered_sharing_.erase(uid);
   if (!released) return released;
-  std::vector<PreparedClaim> remaining;
-  for (const auto& [other_uid, c] : claims_)
-    if (!removing_.contains(other_uid)) remaining.push_back(c);
   bool added = false;
-  for (auto& reset : time_slices_to_reset(remaining, *released)) {
+  for (auto& reset : time_slices_to_reset(remaining_setters_locked(*released), *released)) {
     std::string uuid = reset.gpu_uuid;
     added = pending_resets_.emplace(std::move(uuid), std::move(reset)).second || added;
   }
   // Best effort to record: the caller runs the resets now, and retries the ones that fail.
   if (added) (void)commit(lock, [] {});
   return released;
+}
+
+std::vector<PreparedClaim> ClaimStore::remaining_setters_locked(const PreparedClaim& released) const {
+  std::vector<std::string> touched;
+  for (const auto& s : released.time_slicing) touched.push_back(s.gpu_uuid);
+  touched.insert(touched.end(), released.exclusive_gpus.begin(), released.exclusive_gpus.end());
+  std::vector<PreparedClaim> out;
+  if (touched.empty()) return out;  // most claims: nothing to reset, nothing to copy
+  for (const auto& [uid, c] : claims_)
+    if (uid != released.ref.uid && !removing_.contains(uid) &&
+        std::any_of(touched.begin(), touched.end(), [&](const std::string& gpu) { return sets_gpu(c, gpu); }))
+      out.push_back(c);
+  return out;
 }
 
 std::vector<TimeSliceSetting> ClaimStore::pending_resets() const {
@@ -654,6 +701,14 @@ bool ClaimStore::is_prepared(const std::string& uid) const {
 std::map<std::string, std::vector<std::string>> ClaimStore::recovered_claims() const {
   std::lock_guard lock(mu_);
   return recovered_;
+}
+
+std::vector<PreparedClaim> ClaimStore::prepared_staying() const {
+  std::lock_guard lock(mu_);
+  std::vector<PreparedClaim> out;
+  for (const auto& [uid, c] : claims_)
+    if (!removing_.contains(uid)) out.push_back(c);
+  return out;
 }
 
 std::vector<PreparedClaim> ClaimStore::prepared() const {

@@ -49,7 +49,8 @@ NvidiaSmi find_nvidia_smi(const Config& config);
 class ClaimSharing {
  public:
   ClaimSharing(NvidiaSmi nvidia_smi, CommandRunner run, ClaimMps mps);
-  // After the claim store prepared `claim` (`prepared`: every claim prepared now, `claim` included).
+  // After the claim store prepared `claim` (`prepared`: every claim prepared now, `claim` included;
+  // only read when `claim` sets time slices, so a caller may pass none otherwise).
   // Time slices first, then the MPS daemon (the step that may wait). Error: the claim cannot get
   // its sharing; the caller rolls the prepare back.
   Status apply(const std::vector<PreparedClaim>& prepared, const PreparedClaim& claim) const;

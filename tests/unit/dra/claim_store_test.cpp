@@ -531,6 +531,58 @@ TEST(DraClaimStore, ARepeatedPrepareSucceedsWhileTheCheckpointCannotBeWritten) {
   EXPECT_EQ(f.open()->prepared().size(), 2u);
 }
 
+// Issue 40, item 3: the unprepares of one kubelet call are made durable together at its end. Until
+// then the claims' devices stay held and the checkpoint still records them; settle() writes once.
+TEST(DraClaimStore, UnpreparesSettledTogetherHoldTheirDevicesUntilDurable) {
+  Fixture f;
+  f.serve(1, {1});
+  f.serve(2, {2});
+  f.serve(3, {1});  // wants claim 1's GPU
+  auto store = f.open();
+  ASSERT_TRUE(store->prepare(ref(1)).ok());
+  ASSERT_TRUE(store->prepare(ref(2)).ok());
+  for (int n : {1, 2}) {
+    auto released = store->unprepare(uid(n), ClaimStore::Durability::AtSettle);
+    ASSERT_TRUE(released.ok()) << released.error().message;
+    ASSERT_TRUE(released->has_value());
+    EXPECT_FALSE(fs::exists(f.spec(n)));
+  }
+  EXPECT_EQ(f.open()->prepared().size(), 2u);  // not written yet
+  EXPECT_EQ(store->prepared().size(), 2u);      // still holding their devices
+  EXPECT_TRUE(store->prepared_staying().empty());
+  auto conflict = store->prepare(ref(3));
+  ASSERT_FALSE(conflict.ok());
+  EXPECT_EQ(conflict.error().code, Error::Code::FailedPrecondition) << conflict.error().message;
+  EXPECT_FALSE(store->unprepare(uid(1), ClaimStore::Durability::AtSettle).ok());  // being unprepared
+
+  ASSERT_TRUE(store->settle({uid(1), uid(2)}).ok());
+  EXPECT_TRUE(store->prepared().empty());
+  EXPECT_TRUE(f.open()->prepared().empty());
+  EXPECT_TRUE(store->prepare(ref(3)).ok());
+  EXPECT_TRUE(store->settle({uid(1)}).ok());  // nothing left to write
+}
+
+TEST(DraClaimStore, AFailedSettleKeepsTheClaimsPrepared) {
+  Fixture f;
+  f.serve(1, {1});
+  auto store = f.open();
+  ASSERT_TRUE(store->prepare(ref(1)).ok());
+  const fs::path checkpoint = f.options().checkpoint_path;
+  ASSERT_TRUE(store->unprepare(uid(1), ClaimStore::Durability::AtSettle).ok());
+  fs::remove(checkpoint);
+  fs::create_directories(checkpoint / "x");  // every write fails from now on
+  EXPECT_FALSE(store->settle({uid(1)}).ok());
+  ASSERT_EQ(store->prepared().size(), 1u);
+  EXPECT_EQ(store->prepared_staying().size(), 1u);
+  // The kubelet's retry: the disk has room again.
+  fs::remove_all(checkpoint);
+  auto again = store->unprepare(uid(1), ClaimStore::Durability::AtSettle);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  ASSERT_TRUE(store->settle({uid(1)}).ok());
+  EXPECT_TRUE(store->prepared().empty());
+  EXPECT_TRUE(f.open()->prepared().empty());
+}
+
 TEST(DraClaimStore, CheckpointFromAnotherBootIsDropped) {
   Fixture f;
   f.serve(1, {1});
