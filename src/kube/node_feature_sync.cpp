@@ -73,7 +73,9 @@ void NodeFeatureSync::stop(bool remove, std::chrono::milliseconds grace) {
   {
     std::unique_lock lock(mu_);
     if (!thread_.joinable()) return;
-    if (remove && ever_published_ && !stopping_) {
+    // Written, or a first write in flight that may be creating it right now (one that retries
+    // after failures is most likely failing again: not worth holding the exit for).
+    if (remove && (written_ || (writing_ && failures_ == 0)) && !stopping_) {
       wanted_.reset();
       const uint64_t generation = ++wanted_generation_;
       cv_.notify_all();
@@ -131,15 +133,18 @@ void NodeFeatureSync::run() {
     if (stopping_) return;
     const uint64_t generation = wanted_generation_;
     const auto wanted = wanted_;
+    writing_ = wanted.has_value();
     lock.unlock();
     std::string problem = attempt(wanted);
     lock.lock();
+    writing_ = false;
     if (problem.empty()) {
       if (failures_ > 0)
         spdlog::info("labels: {} is as wanted again, after {} failed attempt{}", place_.describe(), failures_,
                      failures_ == 1 ? "" : "s");
       failures_ = 0;
       last_problem_.clear();
+      written_ = wanted.has_value();
       done_generation_ = std::max(done_generation_, generation);
       done_cv_.notify_all();
       continue;

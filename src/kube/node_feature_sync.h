@@ -41,8 +41,9 @@ class NodeFeatureSync {
   void publish(std::map<std::string, std::string> labels);
   // The object should not exist (the feature was switched off).
   void withdraw();
-  // Ends the thread. With `remove`, first deletes the object if this process wrote it, waiting up
-  // to `grace` (an API server that does not answer in time leaves it to the garbage collector).
+  // Ends the thread. With `remove`, first deletes the object if this process wrote it (and has not
+  // deleted it since), waiting up to `grace` (an API server that does not answer in time leaves it
+  // to the garbage collector). An object never written (RBAC, no CRD) costs no wait at exit.
   void stop(bool remove, std::chrono::milliseconds grace);
 
   std::string describe() const { return place_.describe(); }
@@ -65,6 +66,8 @@ class NodeFeatureSync {
   uint64_t wanted_generation_ = 0;
   uint64_t done_generation_ = 0;
   bool ever_published_ = false;
+  bool written_ = false;  // the object exists as this process last wrote it
+  bool writing_ = false;  // a write is in flight (it may create the object)
   bool stopping_ = false;
   std::string last_problem_;  // the problem last logged; "" while all is well
   int failures_ = 0;          // attempts failed in a row

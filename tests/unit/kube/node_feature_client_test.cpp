@@ -171,6 +171,21 @@ TEST(NodeFeatureSyncTest, PublishesRetriesAndWithdraws) {
   EXPECT_EQ(api.node_features().counts().rejected, 0);
 }
 
+// An object this process never managed to write (no RBAC) is not deleted at exit: no request, no wait.
+TEST(NodeFeatureSyncTest, NothingWrittenNothingDeletedAtExit) {
+  test::FakeApiServer api(kNode, {});
+  api.node_features().set_forbidden(true);
+  NodeFeatureSync sync(ApiServer{api.url(), "", "", ""}, {{"kube-system", kNode}, ""}, {10ms, 50ms, 5000ms});
+  sync.publish(kLabels);
+  // A second refusal: the first attempt has been counted as failed (a first write still in flight
+  // might be creating the object, and would be deleted).
+  ASSERT_TRUE(api.node_features().wait_counts([](const auto& c) { return c.refused >= 2; }, 10s));
+  const auto start = std::chrono::steady_clock::now();
+  sync.stop(true, 5s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_EQ(api.node_features().counts().deletes, 0);
+}
+
 TEST(NodeFeatureSyncTest, StopsAtOnceWhileTheApiServerHangs) {
   test::FakeApiServer api(kNode, {});
   api.set_fault(test::FakeApiServer::Fault::Stall);  // the Node GET (owner lookup) hangs
