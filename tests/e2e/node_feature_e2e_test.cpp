@@ -141,6 +141,25 @@ TEST_F(NodeFeatureE2E, ApiFailuresAreLoggedWhileThePluginServesThenFixed) {
   EXPECT_FALSE(api.node_features().objects().contains(kObject));
 }
 
+// The plugin cannot reach the NodeFeature API at all (no NODE_NAME): it says so and writes the
+// feature file instead, and keeps serving.
+TEST_F(NodeFeatureE2E, PluginWithoutNodeNameFallsBackToTheFeatureFile) {
+  const std::string labels = work.file("features.d/kgpu");
+  std::filesystem::create_directories(work.file("features.d"));
+  PluginOptions options;
+  options.config_file = work.write("cfg/config.yaml", config(1, true));
+  options.env = {{"KGPU_KUBE_API", api.url()}};
+  options.extra_args = {"--labels", "--output-file", labels};
+  auto plugin = start(options);
+  ASSERT_TRUE(wait_healthy(kGpu, 8)) << diagnostics(*plugin);
+  ASSERT_TRUE(wait_until([&] { return read_file(labels).find("nvidia.com/gpu.count=8\n") != std::string::npos; }, 20s))
+      << diagnostics(*plugin);
+  EXPECT_TRUE(wait_log(*plugin, "labels: flags.useNodeFeatureAPI needs the node's name in NODE_NAME (the chart sets it "
+                                "from spec.nodeName); writing the feature file " + labels + " instead"))
+      << diagnostics(*plugin);
+  EXPECT_EQ(api.node_features().counts().gets, 0);
+}
+
 TEST_F(NodeFeatureE2E, LabelsDaemonWritesRestoresAndDeletesTheNodeFeature) {
   FakeNode node = make_fake_node("hgx-h100.yaml", work.file("node"));
   ProcessOptions p;
