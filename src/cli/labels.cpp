@@ -5,7 +5,9 @@
 // labelling for those who run it apart from the plugin: every sleep interval (GFD's
 // --sleep-interval) and at once on SIGHUP, removing the file on SIGTERM unless
 // --keep-labels-on-exit. (`kgpu plugin --labels` does the same inside the plugin, driven by its
-// plan changes instead of an interval.)
+// plan changes instead of an interval.) With flags.useNodeFeatureAPI (GFD_USE_NODE_FEATURE_API)
+// the labels go to the node's NodeFeature object through the API server instead of the file, as
+// GFD writes them (kube/node_feature.h); deleted on SIGTERM unless --keep-labels-on-exit.
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -20,6 +22,7 @@
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/labels_node_feature.h"
 #include "cli/node_config_selector.h"
 #include "config/go_duration.h"
 #include "config/loader.h"
@@ -64,25 +67,49 @@ bool wait_next_round(int signal_fd, std::chrono::nanoseconds interval) {
   return info.ssi_signo == SIGHUP;
 }
 
-int run_daemon(const kgpu::Config& config, kgpu::server::NodeDiscovery& discovery, int64_t start_time) {
-  if (config.gfd_output_file.empty()) {
-    std::cerr << "labels --daemon needs an output file (--output-file)\n";
-    return 1;
-  }
+std::chrono::nanoseconds sleep_interval(const kgpu::Config& config) {
   auto interval = kgpu::parse_go_duration(config.gfd_sleep_interval).value_or(std::chrono::seconds(60));
-  if (interval <= std::chrono::nanoseconds::zero()) interval = std::chrono::seconds(60);
+  return interval <= std::chrono::nanoseconds::zero() ? std::chrono::seconds(60) : interval;
+}
+
+int blocked_signals_fd() {
   sigset_t set;
   sigemptyset(&set);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  int signal_fd = ::signalfd(-1, &set, SFD_CLOEXEC);
+  return ::signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+std::string every(std::chrono::nanoseconds interval) {
+  if (interval == std::chrono::nanoseconds::max()) return "now and on SIGHUP (sleep interval infinite)";
+  return "every " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(interval).count()) +
+         "s and on SIGHUP";
+}
+
+// --daemon with flags.useNodeFeatureAPI (cli/labels_node_feature.h).
+int run_daemon_to_node_feature(const kgpu::Config& config, kgpu::server::NodeDiscovery& discovery, int64_t start_time) {
+  const auto interval = sleep_interval(config);
+  // Signals blocked before the sync's thread exists: it inherits the mask, so SIGTERM always
+  // reaches the signalfd (never that thread, where its default action would end the process).
+  int signal_fd = blocked_signals_fd();
+  int rc = kgpu::cli::run_node_feature_daemon([&] { return current_labels(config, discovery, start_time); },
+                                              [&] { return wait_next_round(signal_fd, interval); },
+                                              config.keep_labels_on_exit, every(interval));
+  ::close(signal_fd);
+  return rc;
+}
+
+int run_daemon(const kgpu::Config& config, kgpu::server::NodeDiscovery& discovery, int64_t start_time) {
+  if (config.use_node_feature_api) return run_daemon_to_node_feature(config, discovery, start_time);
+  if (config.gfd_output_file.empty()) {
+    std::cerr << "labels --daemon needs an output file (--output-file)\n";
+    return 1;
+  }
+  const auto interval = sleep_interval(config);
+  int signal_fd = blocked_signals_fd();
   // The GFD-only pod's log says what it does, as the plugin's labeller does: where, how often, and
   // each write with what changed (an unchanged rewrite is a debug line, not noise every interval).
-  if (interval == std::chrono::nanoseconds::max())
-    spdlog::info("labels: writing {} now and on SIGHUP (sleep interval infinite)", config.gfd_output_file);
-  else
-    spdlog::info("labels: writing {} every {}s and on SIGHUP", config.gfd_output_file,
-                 std::chrono::duration_cast<std::chrono::seconds>(interval).count());
+  spdlog::info("labels: writing {} {}", config.gfd_output_file, every(interval));
   std::optional<kgpu::Labels> last;
   do {
     auto labels = current_labels(config, discovery, start_time);
@@ -129,6 +156,7 @@ int run_labels(const LabelsArgs& args) {
     std::cerr << labels.error().message << "\n";
     return 1;
   }
+  if (config.use_node_feature_api) return kgpu::cli::write_node_feature_once(*labels);
   const auto origin = loaded->origins.find("flags.gfd.outputFile");
   const bool to_file = origin != loaded->origins.end() && origin->second != "default" && !config.gfd_output_file.empty();
   if (!to_file) {

@@ -165,7 +165,7 @@ int run_plugin(const PluginArgs& args) {
   options.on_shutdown = [] { kgpu::InotifyChannel::release_all(); };
   kgpu::server::Daemon daemon(std::move(options));
   kgpu::cli::HealthWiring health(daemon, discovery, metrics_server ? &metrics : nullptr);
-  kgpu::cli::LabelsWriter labels(static_cast<int64_t>(std::time(nullptr)));
+  kgpu::cli::LabelsWriter labels(static_cast<int64_t>(std::time(nullptr)), env);
   kgpu::cli::CdiWriter cdi;
   kgpu::cli::SysfsHealthWatcher sysfs_health(daemon);
   // An MPS supervisor that stops or dies withdraws its resource (re-plan: mps_ready says no).

@@ -265,6 +265,8 @@ void LabelsWriter::on_plan(const Config& config, const Inventory& inventory, con
   keep_on_exit_ = config.keep_labels_on_exit;
   if (!config.labels_enabled) {
     stop_watch();  // a reload switched labels off: stop keeping the file
+    if (node_feature_ && node_feature_labels_) node_feature_->withdraw();
+    node_feature_labels_.reset();
     return;
   }
   // The context's files (machine type, PCI classes) change only with the GPUs or the settings, not
@@ -277,6 +279,7 @@ void LabelsWriter::on_plan(const Config& config, const Inventory& inventory, con
     context_key_ = std::move(key);
   }
   auto labels = node_labels(config, inventory, plan, *context_);
+  if (to_node_feature(config, labels)) return;
   {
     std::lock_guard lock(mu_);
     const bool same_file = path_ == config.gfd_output_file;
@@ -285,6 +288,49 @@ void LabelsWriter::on_plan(const Config& config, const Inventory& inventory, con
     if (!same_file || !written_ || *written_ != *wanted_) write_locked(false);
   }
   watch_folder_of(config.gfd_output_file);
+}
+
+bool LabelsWriter::to_node_feature(const Config& config, const Labels& labels) {
+  if (!config.use_node_feature_api) {
+    if (node_feature_ && node_feature_labels_) {
+      spdlog::info("labels: flags.useNodeFeatureAPI is off now: deleting {}; the labels go to {}",
+                   node_feature_->describe(), config.gfd_output_file);
+      node_feature_->withdraw();
+    }
+    node_feature_labels_.reset();
+    return false;
+  }
+  if (!node_feature_) {
+    auto started = kube::NodeFeatureSync::start(env_);
+    if (!started) {
+      if (started.error().message != node_feature_problem_)
+        spdlog::error("labels: {}; writing the feature file {} instead", started.error().message,
+                      config.gfd_output_file);
+      node_feature_problem_ = started.error().message;
+      return false;
+    }
+    node_feature_ = std::move(*started);
+    spdlog::info("labels: writing {} (node-feature-discovery's NodeFeature API, flags.useNodeFeatureAPI) on every "
+                 "change", node_feature_->describe());
+  }
+  stop_watch();  // the file is not kept while the NodeFeature holds the labels
+  remove_file_for_node_feature();
+  if (node_feature_labels_ != labels) {
+    node_feature_->publish(labels);
+    node_feature_labels_ = labels;
+  }
+  return true;
+}
+
+void LabelsWriter::remove_file_for_node_feature() {
+  std::lock_guard lock(mu_);
+  if (!ever_written_ || path_.empty()) return;
+  if (auto st = remove_feature_file(path_); !st)
+    spdlog::error("labels: {}", st.error().message);
+  else
+    spdlog::info("labels: removed {}: the labels go to the NodeFeature object now", path_);
+  ever_written_ = false;
+  written_.reset();
 }
 
 void LabelsWriter::write_locked(bool from_watch) {
@@ -349,6 +395,11 @@ void LabelsWriter::run() {
 }
 
 void LabelsWriter::on_exit() {
+  if (node_feature_) {
+    if (keep_on_exit_ && node_feature_labels_)
+      spdlog::info("labels: leaving {} in place (keepLabelsOnExit)", node_feature_->describe());
+    node_feature_->stop(!keep_on_exit_, std::chrono::seconds(5));
+  }
   stop_watch();  // before removing: the watcher would write the file again
   std::lock_guard lock(mu_);
   if (!ever_written_) return;

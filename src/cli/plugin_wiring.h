@@ -5,6 +5,7 @@
 // inventory or config change instead of on a timer.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "core/unique_fd.h"
 #include "core/resource_plan.h"
 #include "health/monitor.h"
+#include "kube/node_feature_sync.h"
 #include "labels/labels.h"
 #include "metrics/metrics.h"
 #include "server/daemon.h"
@@ -111,9 +113,14 @@ class SysfsHealthWatcher {
 // and removes it on exit unless keepLabelsOnExit. The file's folder is watched (re-arming, see
 // core/dir_watch.h), so a folder that appears after start gets the file, and a file someone else
 // deleted or replaced is written again at once, without a timer.
+// With flags.useNodeFeatureAPI the labels go to the node's NodeFeature object instead (as GFD
+// writes them; kube/node_feature_sync.h, on a thread of its own), and the file is removed; switched
+// off again (or labels switched off), the object is deleted. An environment that cannot reach the
+// API (no NODE_NAME, no service account) is logged and the file written instead.
 class LabelsWriter {
  public:
-  explicit LabelsWriter(std::optional<int64_t> start_time) : start_time_(start_time) {}
+  LabelsWriter(std::optional<int64_t> start_time, std::map<std::string, std::string> env)
+      : start_time_(start_time), env_(std::move(env)) {}
   ~LabelsWriter();
   void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);
   void on_exit();
@@ -123,6 +130,9 @@ class LabelsWriter {
   void stop_watch();
   void run();
   void write_locked(bool from_watch);  // mu_ held
+  // Loop thread. True when the labels went to the NodeFeature (the file is not wanted then).
+  bool to_node_feature(const Config& config, const Labels& labels);
+  void remove_file_for_node_feature();  // the file we wrote, once the NodeFeature holds the labels
 
   std::optional<int64_t> start_time_;
   std::optional<LabelContext> context_;  // cached per context_key_ (GPUs + settings)
@@ -138,6 +148,11 @@ class LabelsWriter {
   std::optional<DirWatch> watch_;
   UniqueFd stop_fd_;
   std::thread thread_;
+  // The NodeFeature output (loop thread; on_exit after the loop ended).
+  std::map<std::string, std::string> env_;
+  std::unique_ptr<kube::NodeFeatureSync> node_feature_;  // created when first switched on
+  std::string node_feature_problem_;                    // why it could not be created (logged once)
+  std::optional<Labels> node_feature_labels_;           // last published; nullopt: withdrawn / never
 };
 
 // Writes the CDI spec when a cdi-* device list strategy is on, at start and whenever the devices or

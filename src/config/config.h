@@ -133,7 +133,7 @@ struct Config {
   bool gds_enabled = false;
   bool mofed_enabled = false;
   bool gdrcopy_enabled = false;
-  bool use_node_feature_api = false;  // GFD only; accepted so NVIDIA configs load
+  bool use_node_feature_api = false;  // labels to a NodeFeature object, not the feature file
   // plugin.*
   bool pass_device_specs = false;
   std::vector<DeviceListStrategy> device_list_strategy = {DeviceListStrategy::EnvVar};

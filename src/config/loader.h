@@ -84,7 +84,7 @@ std::map<std::string, std::string> process_environment();
 std::string describe_effective_config(const LoadedConfig& loaded);
 
 // One line per compatibility-only setting (accepted so that NVIDIA configs and flags load unchanged,
-// no effect in kgpu: flags.deviceDiscoveryStrategy, flags.useNodeFeatureAPI) that is set, from
+// no effect in kgpu, such as flags.deviceDiscoveryStrategy) that is set, from
 // any origin, to something other than its default: the key, the value, the origin, that it has no
 // effect in kgpu and why. Empty when none is.
 std::vector<std::string> describe_compatibility_only(const LoadedConfig& loaded);

@@ -184,7 +184,7 @@ std::vector<Setting> build_settings() {
                       &Config::gdrcopy_enabled));
   t.push_back(boolean("flags.useNodeFeatureAPI", {"--use-node-feature-api"},
                       {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"},
-                      "GFD: write NodeFeature objects (accepted for compatibility)",
+                      "write the labels to a NodeFeature object (NFD API) instead of the feature file",
                       &Config::use_node_feature_api));
   t.push_back(boolean("flags.plugin.passDeviceSpecs", {"--pass-device-specs"}, {"PASS_DEVICE_SPECS"},
                       "add device specs to Allocate responses", &Config::pass_device_specs));

@@ -18,6 +18,7 @@
 // status subresource takes a JSON Patch (application/json-patch+json only, else 415) of
 // /status/capacity/<name> entries (add, replace, remove; 422 when it does not apply, as for a
 // remove of a missing key); every patch is recorded (node_patches()), the result is node_capacity().
+// nfd.k8s-sigs.io NodeFeatures and the Pods of their owner lookup: node_features() (fake_node_features.h).
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -39,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/quantity.h"
+#include "support/fake_node_features.h"
 
 namespace kgpu::test {
 
@@ -217,6 +219,9 @@ class FakeApiServer {
     ::close(fd);
     return port;
   }
+
+  // NodeFeatures (nfd.k8s-sigs.io/v1alpha1) and Pods: stored objects, switches, counts.
+  FakeNodeFeatures& node_features() { return node_features_; }
 
   bool bound() const { return port_ > 0; }
   int port() const { return port_; }
@@ -1152,6 +1157,7 @@ class FakeApiServer {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   httplib::Server server_;
+  FakeNodeFeatures node_features_{server_};  // registers its routes before the server listens
   std::thread thread_;
   int port_ = 0;
 };

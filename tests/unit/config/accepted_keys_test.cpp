@@ -236,10 +236,10 @@ const std::map<std::string, Change>& changes() {
       {"kgpu.health.recovery.probeMaxIntervalMs",
        {"", "kgpu: {health: {recovery: {probeMaxIntervalMs: 120000}}}\n"}},
       {"kgpu.health.recovery.quietPeriodMs", {"", "kgpu: {health: {recovery: {quietPeriodMs: 1}}}\n"}},
+      {"flags.useNodeFeatureAPI", {"", "flags: {useNodeFeatureAPI: true}\n"}},
       // Compatibility-only keys: accepted without an error.
       {"version", {"", "version: v1\n"}},
       {"flags.deviceDiscoveryStrategy", {"", "flags: {deviceDiscoveryStrategy: nvml}\n"}},
-      {"flags.useNodeFeatureAPI", {"", "flags: {useNodeFeatureAPI: true}\n"}},
       {"imex.channelIDs", {"", "imex: {channelIDs: [0]}\n"}},
       {"imex.required", {"", "imex: {required: true}\n"}},
   };

@@ -429,13 +429,40 @@ capabilities:
 {{- printf "%s:%s" $repository (toString (.Values.image.tag | default .Chart.AppVersion)) -}}
 {{- end -}}
 
-{{/* GPU Feature Discovery's settings, for whichever container writes the labels. */}}
+{{/* "true" when the labels go to the node's NodeFeature object: gfd.useNodeFeatureAPI, else the
+     nfd.enableNodeFeatureApi that NVIDIA's v0.17/v0.18 chart passes to GFD as
+     GFD_USE_NODE_FEATURE_API (read where labels are written at all: gfd.enabled or labels-only). */}}
+{{- define "kgpu.gfdNodeFeatureApi" -}}
+{{- if or .Values.gfd.enabled (include "kgpu.labelsOnly" .) -}}
+{{- $nfd := default dict .Values.nfd -}}
+{{- if not (kindIs "invalid" .Values.gfd.useNodeFeatureAPI) -}}
+{{- if .Values.gfd.useNodeFeatureAPI }}true{{ end -}}
+{{- else if kindIs "bool" (get $nfd "enableNodeFeatureApi") -}}
+{{- if get $nfd "enableNodeFeatureApi" }}true{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* GPU Feature Discovery's settings, for whichever container writes the labels. With the NodeFeature
+     API: GFD's NAMESPACE (where the object lives) and POD_NAME (whose DaemonSet owns it). */}}
 {{- define "kgpu.gfdEnv" -}}
 - name: GFD_OUTPUT_FILE
   value: {{ printf "%s/kgpu" .Values.gfd.featuresDir | quote }}
 {{- with include "kgpu.gfdNoTimestamp" . }}
 - name: GFD_NO_TIMESTAMP
   value: {{ . | quote }}
+{{- end }}
+{{- if include "kgpu.gfdNodeFeatureApi" . }}
+- name: GFD_USE_NODE_FEATURE_API
+  value: "true"
+- name: NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
 {{- end }}
 {{- end -}}
 
