@@ -119,7 +119,9 @@ std::vector<MetadataFile> claim_metadata(const MetadataLayout& layout, const Pre
     MetadataFile f;
     f.request = request;
     f.metadata_path = path_join(path_join(claim_metadata_dir(layout, ref.ns, ref.name), request), "metadata.json");
-    f.metadata_text = doc.dump(2) + "\n";  // a stream of one object per version; one version today
+    // A stream of one object per API version (one version today). Invalid UTF-8 (a driver's product
+    // name) is replaced, never thrown: this runs on a claim thread.
+    f.metadata_text = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     const std::string cdi_name = ref.uid + "_" + request;
     json spec = {{"cdiVersion", "0.5.0"},
                  {"kind", layout.driver + "/metadata"},
@@ -132,7 +134,7 @@ std::vector<MetadataFile> claim_metadata(const MetadataLayout& layout, const Pre
                                                                                            pod_name, request)},
                                                  {"options", {"ro", "bind"}}}})}}}}})}};
     f.cdi_path = path_join(layout.cdi_dir, metadata_cdi_prefix(layout, ref.uid) + request + ".json");
-    f.cdi_text = spec.dump(2) + "\n";
+    f.cdi_text = spec.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     f.cdi_device_id = layout.driver + "/metadata=" + cdi_name;
     out.push_back(std::move(f));
   }

@@ -97,6 +97,14 @@ TEST(DeviceMetadata, NamesThatWouldLeaveTheFolderGetNoFile) {
   EXPECT_TRUE(claim_metadata(kLayout, c, std::nullopt, pool, {}).empty());
 }
 
+TEST(DeviceMetadata, InvalidUtf8FromTheDriverIsReplacedNotThrown) {
+  DriverPool pool{"gpu.nvidia.com", "node-1", {}};
+  pool.devices.push_back(DraDevice{"gpu-0", nullptr, {{"productName", std::string("A100\xff\xfe")}}, {}});
+  auto files = claim_metadata(kLayout, claim_on({device("gpu-0", {"gpu"})}), std::nullopt, pool, {});
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(nlohmann::json::accept(files[0].metadata_text));
+}
+
 TEST(DeviceMetadata, TheCdiDeviceGoesToTheFirstDeviceOfEachRequestOnce) {
   auto c = claim_on({device("gpu-0", {"gpu"}), device("gpu-1", {"gpu"})});
   auto files = claim_metadata(kLayout, c, std::nullopt, DriverPool{}, {});
