@@ -306,7 +306,8 @@ namespace {
 void note_pod_claim_name(dra::health::MetadataFiles& metadata, const std::string& ns, const std::string& name,
                          const std::string& claim_text) {
   auto pod = dra::health::pod_claim_name(claim_text);
-  if (!pod) spdlog::warn("DRA: claim {}/{}: device metadata without the pod's claim name: {}", ns, name, pod.error().message);
+  if (!pod)
+    spdlog::warn("DRA: claim {}/{}: device metadata without the pod's claim name: {}", ns, name, pod.error().message);
   metadata.note_claim(ns, name, pod ? *pod : std::nullopt);
 }
 
@@ -412,7 +413,8 @@ Status DraWiring::start(server::Daemon& daemon) {
         },
         [impl = &s] { impl->replan(); }, driver.metadata.get());
     if (driver.metadata)
-      for (const auto& w : driver.metadata->remove_orphans(driver.store->prepared())) spdlog::warn("DRA {}: {}", driver.name, w);
+      for (const auto& w : driver.metadata->remove_orphans(driver.store->prepared()))
+        spdlog::warn("DRA {}: {}", driver.name, w);
     driver.plugin = std::make_unique<dra::KubeletPlugin>(plugin_options, std::move(handler), daemon.transport());
     if (auto st = driver.plugin->start(); !st) return st;
   }

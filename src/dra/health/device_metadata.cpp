@@ -20,7 +20,8 @@ using json = nlohmann::ordered_json;
 // digit (DNS subdomains, as the API validates namespaces and claim names), so never "..", "/" or "".
 bool safe_path_part(const std::string& s) {
   if (s.empty() || s.size() > 253 || s.front() == '.' || s.front() == '-') return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'; });
 }
 
 json attribute_json(const AttributeValue& v) {
@@ -76,7 +77,9 @@ json device_json(const std::string& driver, const PreparedDevice& prepared, cons
   return d;
 }
 
-std::string path_join(const std::string& a, const std::string& b) { return a.empty() || a.back() == '/' ? a + b : a + "/" + b; }
+std::string path_join(const std::string& a, const std::string& b) {
+  return a.empty() || a.back() == '/' ? a + b : a + "/" + b;
+}
 
 }  // namespace
 

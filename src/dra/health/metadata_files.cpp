@@ -49,7 +49,9 @@ Result<std::vector<PreparedDevice>> MetadataFiles::write(const PreparedClaim& cl
     if (!noted && exists_regular(f.metadata_path) && exists_regular(f.cdi_path)) continue;
     std::error_code ec;
     fs::create_directories(fs::path(f.metadata_path).parent_path(), ec);
-    if (ec) return Error::unavailable("device metadata: cannot create " + fs::path(f.metadata_path).parent_path().string() + ": " + ec.message());
+    if (ec)
+      return Error::unavailable("device metadata: cannot create " + fs::path(f.metadata_path).parent_path().string() +
+                                ": " + ec.message());
     if (auto st = write_file_atomically(f.metadata_path, f.metadata_text, 0644); !st)
       return Error::unavailable("device metadata: " + st.error().message);
     fs::create_directories(layout_.cdi_dir, ec);
