@@ -14,8 +14,13 @@
 #include "cdi/cdi.h"
 #include "core/unique_fd.h"
 #include "dra/api_share.h"
+#include "dra/claim_metadata.h"
 #include "dra/claims/claim_handler.h"
 #include "dra/claims/claim_store.h"
+#include "dra/health/device_health.h"
+#include "dra/health/health_streams.h"
+#include "dra/health/metadata_files.h"
+#include "dra/health/pod_claim_name.h"
 #include "dra/kubelet_plugin.h"
 #include "dra/model/publication.h"
 #include "dra/publish/pcie_roots.h"
@@ -43,6 +48,15 @@ std::string kubelet_root_of(const std::string& kubelet_socket) {
   return std::filesystem::path(kubelet_socket).parent_path().parent_path().string();
 }
 
+// The claim's pod-claim-name annotation, for its device metadata; a bad one is left out (warned).
+void note_pod_claim_name(dra::health::MetadataFiles& metadata, const std::string& ns, const std::string& name,
+                         const std::string& claim_text) {
+  auto pod = dra::health::pod_claim_name(claim_text);
+  if (!pod)
+    spdlog::warn("DRA: claim {}/{}: device metadata without the pod's claim name: {}", ns, name, pod.error().message);
+  metadata.note_claim(ns, name, pod ? *pod : std::nullopt);
+}
+
 }  // namespace
 
 // One DRA driver kgpu serves (a vendor of kgpu.dra.vendors): its claims and its kubelet plugin.
@@ -50,6 +64,10 @@ struct ServedDriver {
   std::string name;  // "gpu.nvidia.com"
   std::unique_ptr<dra::ClaimStore> store;
   std::unique_ptr<dra::KubeletPlugin> plugin;
+  // The kubelet's DRAResourceHealth streams: every plan's health of the driver's devices.
+  std::unique_ptr<dra::health::HealthStreams> health;
+  // Device metadata files of its prepared claims (kgpu.dra.deviceMetadata); null when off.
+  std::unique_ptr<dra::health::MetadataFiles> metadata;
 };
 
 struct DraWiring::Impl {
@@ -246,9 +264,16 @@ Result<std::unique_ptr<DraWiring>> DraWiring::create(const Config& config,
     store_options.checkpoint_path = dra::claim_checkpoint_path(config.kubelet_socket, driver);
     store_options.cdi_dir = config.cdi_spec_dir;
     store_options.boot_id = boot_id;
-    ServedDriver served{driver, nullptr, nullptr};
+    ServedDriver served{driver, nullptr, nullptr, std::make_unique<dra::health::HealthStreams>(driver), nullptr};
+    if (args.device_metadata)
+      served.metadata = std::make_unique<dra::health::MetadataFiles>(
+          dra::health::MetadataLayout{driver, impl->kubelet_root + "/plugins/" + driver, config.cdi_spec_dir});
     served.store = std::make_unique<dra::ClaimStore>(
-        store_options, [raw](const std::string& ns, const std::string& name) { return raw->claims->fetch(ns, name); });
+        store_options, [raw, metadata = served.metadata.get()](const std::string& ns, const std::string& name) {
+          auto body = raw->claims->fetch(ns, name);
+          if (body && metadata) note_pod_claim_name(*metadata, ns, name, *body);
+          return body;
+        });
     for (const auto& w : served.store->startup_warnings()) spdlog::warn("DRA {}: {}", driver, w);
     impl->drivers.push_back(std::move(served));
   }
@@ -294,12 +319,19 @@ Status DraWiring::start(server::Daemon& daemon) {
   for (auto& driver : s.drivers) {
     dra::KubeletPluginOptions plugin_options{driver.name, s.kubelet_root, {}};
     plugin_options.on_registered = [publisher] { publisher->resync(); };  // only wakes its worker
+    plugin_options.health_watch = [health = driver.health.get()](std::shared_ptr<rpc::ServerStream> stream) {
+      health->watch(std::move(stream));
+    };
     auto handler = dra::claim_handler(
         driver.store.get(), s.sharing.get(),
         [impl = &s] {
           if (impl->has_overrides() && impl->replan) impl->replan();
         },
         [impl = &s] { impl->replan(); });
+    if (driver.metadata) handler = dra::with_device_metadata(std::move(handler), driver.store.get(), driver.metadata.get());
+    if (driver.metadata)
+      for (const auto& w : driver.metadata->remove_orphans(driver.store->prepared()))
+        spdlog::warn("DRA {}: {}", driver.name, w);
     driver.plugin = std::make_unique<dra::KubeletPlugin>(plugin_options, std::move(handler), daemon.transport());
     if (auto st = driver.plugin->start(); !st) return st;
   }
@@ -339,6 +371,25 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
     for (auto& c : driver.store->prepared()) prepared.push_back(std::move(c));
   s.note_hidden(dra::hide_devices_held_elsewhere(pools, prepared));
   s.watch_share_daemons(pools, prepared);
+  // The same health as the slices' taints, to the kubelet's health streams (pod status).
+  for (auto& driver : s.drivers) {
+    std::vector<dra::health::DeviceHealthReport> reports;
+    for (const auto& pool : pools)
+      if (pool.driver == driver.name) reports = dra::health::pool_health(pool, inventory, config.health);
+    driver.health->update(std::move(reports));
+  }
+  std::shared_ptr<const Inventory> shared_inventory;
+  {
+    std::lock_guard lock(s.mu);
+    shared_inventory = s.last_inventory;
+  }
+  for (auto& driver : s.drivers) {
+    if (!driver.metadata) continue;
+    dra::DriverPool published{driver.name, s.node_name, {}};
+    for (const auto& pool : pools)
+      if (pool.driver == driver.name) published = pool;
+    driver.metadata->set_devices(std::move(published), shared_inventory);
+  }
   for (auto& driver : s.drivers) {
     auto devices = std::make_shared<dra::NodeDevices>();
     devices->pool = {driver.name, s.node_name, {}};  // no GPU of this vendor now: an empty pool
@@ -388,6 +439,7 @@ void DraWiring::stop() {
   if (impl_->publisher) impl_->publisher->request_stop();
   for (auto& driver : impl_->drivers)
     if (driver.plugin) driver.plugin->stop();
+  for (auto& driver : impl_->drivers) driver.health->stop();
   if (impl_->publisher) impl_->publisher->stop();
 }
 

@@ -13,7 +13,8 @@
 // DRA plugin that appears in plugins_registry (as a kubelet 1.<--dra-kubelet-minor> would), then
 // prepares each --dra-claim (a ResourceClaim as JSON: its namespace, name and uid are what the
 // kubelet sends; the plugin reads the claim itself from the API server) and, with
-// --dra-unprepare, unprepares them again.
+// --dra-unprepare, unprepares them again. Acting as kubelet 1.34+ with ResourceHealthStatus, it also
+// watches the plugin's device health stream (DRAResourceHealth) and prints each change.
 #include <signal.h>
 
 #include <filesystem>
@@ -22,13 +23,16 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
 #include "cli/command.h"
-#include "sim/sim_steps.h"
+#include "sim/dra_health_watch.h"
 #include "sim/dra_kubelet_sim.h"
 #include "sim/kubelet_sim.h"
+#include "sim/sim_steps.h"
 
 namespace {
 
@@ -65,8 +69,27 @@ kgpu::Result<kgpu::sim::DraClaim> read_claim_ref(const std::string& path) {
   return claim;
 }
 
-// The DRA side: register the plugin, prepare (and unprepare) the claims, print what came back.
-int run_dra(const SimArgs& args, std::chrono::seconds timeout) {
+// The kubelet's DRA health manager (KEP-4680): the plugin's health stream, one line per device
+// whose health or message changed, as the pod status would show it. For kubelets 1.34+ (the gate
+// ResourceHealthStatus on), when the plugin advertised the service.
+std::unique_ptr<kgpu::sim::DraHealthWatch> watch_dra_health(const kgpu::sim::DraPlugin& plugin) {
+  auto last = std::make_shared<std::map<std::string, std::string>>();  // watch thread only
+  std::cout << "[kubelet-sim] DRA: watching device health of " << plugin.driver << " (v1alpha1.DRAResourceHealth)"
+            << std::endl;
+  return std::make_unique<kgpu::sim::DraHealthWatch>(plugin.endpoint, [last](const kgpu::sim::DraHealthReport& r) {
+    for (const auto& d : r.devices) {
+      std::string line = d.health + (d.message.empty() ? "" : ": " + d.message);
+      auto& before = (*last)[d.pool + "/" + d.device];
+      if (before == line) continue;
+      before = line;
+      std::cout << "[kubelet-sim] DRA health: " << d.pool << "/" << d.device << " " << line << std::endl;
+    }
+  });
+}
+
+// The DRA side: register the plugin, watch its health, prepare (and unprepare) the claims, print
+// what came back.
+int run_dra(const SimArgs& args, std::chrono::seconds timeout, std::unique_ptr<kgpu::sim::DraHealthWatch>& health) {
   std::string root = std::filesystem::path(args.dir).parent_path().string();
   kgpu::sim::DraKubeletSim dra(root, args.dra_kubelet_minor);
   std::cout << "[kubelet-sim] DRA: watching " << root << "/plugins_registry as kubelet 1." << args.dra_kubelet_minor
@@ -78,6 +101,7 @@ int run_dra(const SimArgs& args, std::chrono::seconds timeout) {
   }
   std::cout << "[kubelet-sim] DRA: registered driver " << plugin->driver << " at " << plugin->endpoint << " ("
             << plugin->service << ")" << std::endl;
+  if (plugin->health && args.dra_kubelet_minor >= 34) health = watch_dra_health(*plugin);
   std::vector<kgpu::sim::DraClaim> claims;
   for (const auto& file : args.dra_claims) {
     auto claim = read_claim_ref(file);
@@ -160,8 +184,9 @@ int run_sim(const SimArgs& args) {
     for (std::string line; std::getline(in, line);) steps.push_back(line);
   }
   auto timeout = std::chrono::seconds(args.timeout_s);
+  std::unique_ptr<kgpu::sim::DraHealthWatch> dra_health;  // open until the simulator ends
   if (args.dra)
-    if (int rc = run_dra(args, timeout); rc != 0) return rc;
+    if (int rc = run_dra(args, timeout, dra_health); rc != 0) return rc;
   if (auto st = kgpu::sim::run_sim_steps(sim, steps, timeout, std::cout); !st) {
     std::cerr << "kubelet-sim: " << st.error().message << "\n";
     return 1;

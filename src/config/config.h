@@ -107,6 +107,9 @@ struct DraConfig {
   // NoSchedule: the operator's opt-in, since killing a pod on a failing GPU is not always right.
   std::vector<uint64_t> no_execute_xids;
   DraMemorySharing memory_sharing;
+  // Device metadata (KEP-5304, alpha): a JSON document per request of each prepared claim, mounted
+  // into its containers (dra/health/device_metadata.h). Off until the format is beta.
+  bool device_metadata = false;
   bool operator==(const DraConfig&) const = default;
 };
 

@@ -60,6 +60,7 @@ unsigned scopes_of(const std::string& key) {
       {"kgpu.dra.intelDriver", kPlugin | kDevices | kMps},
       {"kgpu.dra.nvidiaSmiPath", kPlugin},
       {"kgpu.dra.noExecuteXids", kPlugin | kDevices},
+      {"kgpu.dra.deviceMetadata", kPlugin},
       {"kgpu.dra.sharing.memory.gpus", kPlugin | kDevices},
       {"kgpu.dra.sharing.memory.requestPolicy.default", kPlugin | kDevices},
       {"kgpu.dra.sharing.memory.requestPolicy.min", kPlugin | kDevices},

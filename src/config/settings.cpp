@@ -349,6 +349,10 @@ std::vector<Setting> build_settings() {
                      "XIDs whose DRA device taint evicts the pods using the device (NoExecute; default: none, "
                      "NoSchedule)",
                      &Config::dra, &DraConfig::no_execute_xids));
+  t.push_back(nested("kgpu.dra.deviceMetadata", {"--dra-device-metadata"}, {"KGPU_DRA_DEVICE_METADATA"},
+                     "write device metadata for prepared claims (KEP-5304, alpha): the containers read their "
+                     "devices' attributes under /var/run/kubernetes.io/dra-device-attributes",
+                     &Config::dra, &DraConfig::device_metadata));
   t.push_back(memory_sharing("kgpu.dra.sharing.memory.gpus", {"--dra-share-memory-gpus"},
                              {"KGPU_DRA_SHARE_MEMORY_GPUS"},
                              "full NVIDIA GPUs (indexes, UUIDs or all) DRA publishes for memory shares (consumable "

@@ -220,6 +220,11 @@ Status KubeletPlugin::start() {
       answer_with(calls_, unprepare_call(handler_, req, resp, unprepared), resp, r, std::move(settle));
     });
   }
+  if (options_.health_watch)
+    node->server_streaming("/v1alpha1.DRAResourceHealth/NodeWatchResources",
+                           [watch = options_.health_watch](std::string_view, std::shared_ptr<rpc::ServerStream> s) {
+                             watch(std::move(s));  // the request is empty (reserved): nothing to read
+                           });
   auto dra_fd = listen_in_place(dra_socket());
   if (!dra_fd) return Error{dra_fd.error().code, "DRA socket: " + dra_fd.error().message};
   auto dra_id = transport_->serve(std::move(*dra_fd), node);
@@ -233,6 +238,7 @@ Status KubeletPlugin::start() {
     info.set_name(options_.driver);
     info.set_endpoint(dra_socket());
     for (const auto& v : kDraServiceVersions) info.add_supported_versions(v);
+    if (options_.health_watch) info.add_supported_versions(kDraHealthService);
     r.reply(info.SerializeAsString());
   });
   registration->unary("/pluginregistration.Registration/NotifyRegistrationStatus",

@@ -32,6 +32,7 @@
 
 namespace kgpu::rpc {
 class Server;
+class ServerStream;
 }
 
 namespace kgpu::dra {
@@ -48,11 +49,20 @@ struct KubeletPluginOptions {
   size_t local_claim_threads = 8;
   // From a call's arrival until its last claim may start; below the kubelet's 45 s deadline.
   std::chrono::milliseconds call_budget{40'000};
+  // Set: the DRA socket also serves v1alpha1.DRAResourceHealth (KEP-4680) and GetInfo advertises
+  // it; each NodeWatchResources call is handed over (on the transport's thread; must not block;
+  // dra/health/health_streams.h). Unset: neither.
+  std::function<void(std::shared_ptr<rpc::ServerStream>)> health_watch{};
 };
 
 // The service names GetInfo announces, in the order of preference (kubelet 1.34+ takes the first
 // it knows; 1.32 and 1.33 look for v1beta1).
 inline const std::vector<std::string> kDraServiceVersions = {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
+// Advertised after them when the health service is served, as the Go helper
+// (k8s.io/dynamic-resource-allocation/kubeletplugin) does: kubelets pick their DRA service from the
+// list and skip names they do not know; those with ResourceHealthStatus open the stream on every
+// registered plugin (and get UNIMPLEMENTED from a plugin without it).
+inline const std::string kDraHealthService = "v1alpha1.DRAResourceHealth";
 
 class KubeletPlugin {
  public:

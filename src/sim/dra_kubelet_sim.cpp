@@ -88,6 +88,8 @@ Result<DraPlugin> DraKubeletSim::register_plugin(const std::string& socket) {
   stub->NotifyRegistrationStatus(&ctx, status, &ignored);
   if (!refusal.empty()) return Error::precondition(refusal);
   DraPlugin plugin{info.name(), info.endpoint().empty() ? socket : info.endpoint(), picked, socket};
+  plugin.health = std::find(info.supported_versions().begin(), info.supported_versions().end(),
+                            "v1alpha1.DRAResourceHealth") != info.supported_versions().end();
   plugins_[plugin.driver] = plugin;
   return plugin;
 }

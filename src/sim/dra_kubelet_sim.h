@@ -36,6 +36,7 @@ struct DraPlugin {
   std::string endpoint;
   std::string service;  // the version picked: "v1.DRAPlugin" or "v1beta1.DRAPlugin"
   std::string registration_socket;
+  bool health = false;  // advertised v1alpha1.DRAResourceHealth (watch it with sim/dra_health_watch.h)
 };
 
 class DraKubeletSim {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "dra-health/v1alpha1/api.pb.h"
 #include "dra/v1/dra.pb.h"
 #include "dra/v1beta1/dra.pb.h"
 #include "e2e/grpc_go_peer.h"
@@ -332,7 +333,8 @@ TEST_P(GrpcGoDra, RegistrationAndPrepareInV1AndV1beta1) {
   EXPECT_EQ(info->name(), kDriver);
   EXPECT_EQ(info->endpoint(), work.file("plugins/" + kDriver + "/dra.sock"));
   std::vector<std::string> versions(info->supported_versions().begin(), info->supported_versions().end());
-  EXPECT_EQ(versions, (std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin"}));
+  // The DRA services first (kubelets take the first they know), then the health service (KEP-4680).
+  EXPECT_EQ(versions, (std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth"}));
 
   pluginregistration::RegistrationStatus status;
   status.set_plugin_registered(true);
@@ -347,6 +349,30 @@ TEST_P(GrpcGoDra, RegistrationAndPrepareInV1AndV1beta1) {
   const auto devices = published(api);
   prepare_and_unprepare<DraV1>(api, info->endpoint(), "v1", devices[0], *plugin);
   prepare_and_unprepare<DraV1beta1>(api, info->endpoint(), "v1beta1", devices[1], *plugin);
+
+  // The health stream on the same socket, as a kubelet with ResourceHealthStatus opens it: the first
+  // message is the whole report, every published device Healthy in the node's pool.
+  GoClient::Options watch;
+  watch.style = GetParam();
+  watch.socket = info->endpoint();
+  watch.method = "/v1alpha1.DRAResourceHealth/NodeWatchResources";
+  watch.request = ::v1alpha1::NodeWatchResourcesRequest{}.SerializeAsString();
+  watch.stream = true;
+  watch.count = 1;
+  GoClient health(watch, work.path());
+  auto health_call = health.finish();
+  ASSERT_TRUE(health_call.ok() && health_call.messages.size() == 1) << diagnostics(health_call, *plugin);
+  auto report = parse<::v1alpha1::NodeWatchResourcesResponse>(health_call.messages[0]);
+  ASSERT_TRUE(report);
+  std::vector<std::string> reported;
+  for (const auto& d : report->devices()) {
+    EXPECT_EQ(d.device().pool_name(), "node-1");
+    EXPECT_EQ(d.health(), ::v1alpha1::HEALTHY) << d.device().device_name() << ": " << d.message();
+    EXPECT_GT(d.last_updated_time(), 0);
+    reported.push_back(d.device().device_name());
+  }
+  std::sort(reported.begin(), reported.end());
+  EXPECT_EQ(reported, devices);
 }
 
 class GrpcGoPodResources : public GrpcGoInterop {};

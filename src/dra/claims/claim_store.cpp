@@ -698,6 +698,13 @@ bool ClaimStore::is_prepared(const std::string& uid) const {
   return claims_.contains(uid);
 }
 
+std::optional<PreparedClaim> ClaimStore::prepared_claim(const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  auto it = claims_.find(uid);
+  if (it == claims_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::map<std::string, std::vector<std::string>> ClaimStore::recovered_claims() const {
   std::lock_guard lock(mu_);
   return recovered_;

@@ -156,6 +156,7 @@ class ClaimStore {
   // Claims found on disk but not in the checkpoint: UID -> device names (see the constructor).
   std::map<std::string, std::vector<std::string>> recovered_claims() const;
   bool is_prepared(const std::string& uid) const;
+  std::optional<PreparedClaim> prepared_claim(const std::string& uid) const;  // nullopt: not prepared
   const std::vector<std::string>& startup_warnings() const { return warnings_; }
 
  private:

@@ -242,6 +242,10 @@ capabilities:
 - name: KGPU_DEVICE_PLUGIN
   value: "false"
 {{- end }}
+{{- if .Values.dra.deviceMetadata }}
+- name: KGPU_DRA_DEVICE_METADATA
+  value: "true"
+{{- end }}
 {{- end }}
 {{- if include "kgpu.mpsDaemon" . }}
 # A host path, mounted at the same path in the containers: the paths kgpu computes
