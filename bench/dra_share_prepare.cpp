@@ -138,7 +138,7 @@ struct ShareNode {
     auto released = store->unprepare(ref.uid);
     if (!released) return released.error();
     if (*released) (void)sharing->undo(**released, [this] { return store->prepared(); });
-    return sharing->run_pending_resets(*store);
+    return sharing->run_pending_resets(pending_resets_of(*store));
   }
   bool daemon_gone() const { return !fs::exists(mps.path / "dra" / dra::share_daemon_name(uuid)); }
 };
