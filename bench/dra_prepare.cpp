@@ -35,7 +35,7 @@
 #include "sim/dra_kubelet_sim.h"
 #include "support/fake_api_server.h"
 #include "dra/claims/claim_store.h"
-#include "dra/model/slice_builder.h"
+#include "dra/model/publication.h"
 #include "unit/dra/synthetic_node.h"
 
 namespace {

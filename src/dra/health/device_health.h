@@ -1,6 +1,6 @@
 #pragma once
 // What the kubelet's DRAResourceHealth stream carries for each device kgpu publishes, as plain
-// values: the health the DRA slices show as taints (dra/slice_builder.h) turned into Healthy /
+// values: the health the DRA slices show as taints (dra/model/publication.h) turned into Healthy /
 // Unhealthy and a message for the people who read `kubectl describe pod` (the event, its meaning,
 // what to do). Pure: from the published pool, the inventory it was built from and the health
 // policy; the streams (health_streams.h) send it.

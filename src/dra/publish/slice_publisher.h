@@ -24,7 +24,7 @@
 // Drivers covered: the three of SliceOptions::drivers plus any in a published pool; a driver with no
 // pool in the latest publication has its slices on this node deleted.
 //
-// Device taints (slice_builder.h): pools are written with their taints until the API server shows
+// Device taints (model/publication.h): pools are written with their taints until the API server shows
 // it does not keep them: a write answered without the taints it carried (the field stripped:
 // DRADeviceTaints off, or a version without it) or refused (400/422) for them. Then kgpu writes at
 // once without what it cannot hold (TaintSupport: effect None, or every taint, the tainted devices
