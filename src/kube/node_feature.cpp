@@ -1,6 +1,7 @@
 #include "kube/node_feature.h"
 
 #include "core/json_depth.h"
+#include "kube/json_member.h"
 #include "kube/node_capacity.h"
 
 namespace kgpu::kube {
@@ -8,12 +9,8 @@ namespace {
 
 using nlohmann::json;
 
-// An API answer is outside input: every accessor checks the type first (nlohmann's get() throws).
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
+// Every accessor checks the type first (kube/json_member.h).
+const json* member(const json& object, const char* key) { return json_member(object, key); }
 
 Result<std::string> string_at(const json& object, const char* key, const std::string& where) {
   const json* v = member(object, key);

@@ -3,20 +3,15 @@
 #include <algorithm>
 
 #include "core/json_depth.h"
+#include "kube/json_member.h"
 
 namespace kgpu::kube {
 namespace {
 
 using nlohmann::json;
 
-// Every accessor checks the type first: nlohmann's get() throws on a field of the wrong type, and an
-// API server answer is outside input.
-
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
+// Every accessor checks the type first (kube/json_member.h).
+const json* member(const json& object, const char* key) { return json_member(object, key); }
 
 // The start of a bad answer for an error message, printable ASCII only.
 std::string excerpt(std::string_view text) {

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fuzz/fuzz_json.h"
+
 #include "cdi/spec_writer.h"
 #include "dra/claims/claim_checkpoint.h"
 #include "dra/model/claim.h"
@@ -88,27 +90,7 @@ const char* const kWords[] = {"gpu.nvidia.com", "node-1", "gpu-1", "gpu-2", "gpu
                               "defaultPinnedDeviceMemoryLimit", "defaultActiveThreadPercentage", "timeSlicingConfig",
                               "interval"};
 
-json any_value(FuzzedDataProvider& in, int depth) {
-  switch (in.ConsumeIntegralInRange<int>(0, depth > 0 ? 7 : 5)) {
-    case 0: return nullptr;
-    case 1: return in.ConsumeBool();
-    case 2: return in.ConsumeIntegral<int64_t>();
-    case 3: return in.ConsumeFloatingPoint<double>();
-    case 4: return in.ConsumeRandomLengthString(24);
-    case 5: return kWords[in.ConsumeIntegralInRange<size_t>(0, std::size(kWords) - 1)];
-    case 6: {
-      json a = json::array();
-      for (int i = in.ConsumeIntegralInRange<int>(0, 3); i > 0; --i) a.push_back(any_value(in, depth - 1));
-      return a;
-    }
-    default: {
-      json o = json::object();
-      for (int i = in.ConsumeIntegralInRange<int>(0, 3); i > 0; --i)
-        o[kWords[in.ConsumeIntegralInRange<size_t>(0, std::size(kWords) - 1)]] = any_value(in, depth - 1);
-      return o;
-    }
-  }
-}
+json any_value(FuzzedDataProvider& in, int depth) { return kgpu::fuzz::any_json(in, depth, kWords, kgpu::fuzz::Keys::Words); }
 
 json base_claim() {
   const json mps = {{"apiVersion", "resource.nvidia.com/v1beta1"},

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fuzz/fuzz_json.h"
+
 #include "kube/node_config.h"
 #include "kube/node_object.h"
 #include "kube/resource_slice_list.h"
@@ -75,35 +77,10 @@ const char* const kWords[] = {"Node", "Status", "ADDED", "MODIFIED", "DELETED", 
                               "nvidia.com/device-plugin.config", "default", "..", "a/b", "", "ResourceSliceList",
                               "gpu.nvidia.com", "v1beta1"};
 
-json any_value(FuzzedDataProvider& in, int depth) {
-  switch (in.ConsumeIntegralInRange<int>(0, depth > 0 ? 7 : 5)) {
-    case 0: return nullptr;
-    case 1: return in.ConsumeBool();
-    case 2: return in.ConsumeIntegral<int64_t>();
-    case 3: return in.ConsumeFloatingPoint<double>();
-    case 4: return in.ConsumeRandomLengthString(24);
-    case 5: return kWords[in.ConsumeIntegralInRange<size_t>(0, std::size(kWords) - 1)];
-    case 6: {
-      json a = json::array();
-      for (int n = in.ConsumeIntegralInRange<int>(0, 3); n > 0; --n) a.push_back(any_value(in, depth - 1));
-      return a;
-    }
-    default: {
-      json o = json::object();
-      for (int n = in.ConsumeIntegralInRange<int>(0, 3); n > 0; --n)
-        o[in.ConsumeRandomLengthString(12)] = any_value(in, depth - 1);
-      return o;
-    }
-  }
-}
+json any_value(FuzzedDataProvider& in, int depth) { return kgpu::fuzz::any_json(in, depth, kWords); }
 
-// The expected value most of the time, any value sometimes, absent sometimes.
 void field(FuzzedDataProvider& in, json& object, const char* key, const json& expected) {
-  switch (in.ConsumeIntegralInRange<int>(0, 3)) {
-    case 0: return;
-    case 1: object[key] = any_value(in, 2); return;
-    default: object[key] = expected;
-  }
+  kgpu::fuzz::maybe_field(in, object, key, expected, kWords);
 }
 
 json node_object(FuzzedDataProvider& in) {
