@@ -669,10 +669,12 @@ std::vector<PreparedClaim> ClaimStore::remaining_setters_locked(const PreparedCl
   touched.insert(touched.end(), released.exclusive_gpus.begin(), released.exclusive_gpus.end());
   std::vector<PreparedClaim> out;
   if (touched.empty()) return out;  // most claims: nothing to reset, nothing to copy
-  for (const auto& [uid, c] : claims_)
+  for (const auto& [uid, claim] : claims_) {
+    const PreparedClaim& c = claim;  // a lambda may not capture a structured binding (clang 14)
     if (uid != released.ref.uid && !removing_.contains(uid) &&
         std::any_of(touched.begin(), touched.end(), [&](const std::string& gpu) { return sets_gpu(c, gpu); }))
       out.push_back(c);
+  }
   return out;
 }
 

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <sys/wait.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -97,19 +96,13 @@ TEST(DynamicMigSlices, BothLayoutsKeepTheApiLimits) {
   EXPECT_EQ(counter_layout_for(2, 0), CounterLayout::Split);
 }
 
-TEST(DynamicMigSlices, EightH100sWithEveryPlacementPublishFast) {
-  // Issue 42's bound is 50 ms for the whole node; measure layout + slices together.
-  const auto start = std::chrono::steady_clock::now();
+TEST(DynamicMigSlices, EightH100sWithEveryPlacementFitEightCombinedSlices) {
+  // Issue 42's time bound (50 ms for the node) is bench_dra_dynamic_mig_slices', not a test's.
   DynamicMigSliceOptions options;
   options.node_name = "node-a";
-  std::vector<DynamicMigGpuFacts> facts;
-  for (unsigned i = 0; i < 8; ++i) facts.push_back(h100(i));
   std::vector<DynamicMigLayout> layouts;
-  for (const auto& f : facts) layouts.push_back(dynamic_mig_layout(f));
-  const auto slices = dynamic_mig_slices(layouts, options);
-  const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(slices.size(), 8u);
-  EXPECT_LT(ms, 50.0);
+  for (unsigned i = 0; i < 8; ++i) layouts.push_back(dynamic_mig_layout(h100(i)));
+  EXPECT_EQ(dynamic_mig_slices(layouts, options).size(), 8u);
 }
 
 // Runs the scheduler-rule allocator on one H100's combined slice; each claim file one attempt
