@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-
 namespace kgpu::dra {
 
 ClaimHandler with_device_metadata(ClaimHandler inner, const ClaimStore* store, health::MetadataFiles* metadata) {
@@ -24,11 +22,7 @@ ClaimHandler with_device_metadata(ClaimHandler inner, const ClaimStore* store, h
     if (auto st = unprepare(ref); !st) return st;
     const ClaimRef& claim = gone ? gone->ref : ref;
     // A claim of the same name prepared since (a new UID) keeps its folder.
-    const auto staying = store->prepared_staying();
-    const bool keep = std::any_of(staying.begin(), staying.end(), [&](const PreparedClaim& c) {
-      return c.ref.ns == claim.ns && c.ref.name == claim.name && c.ref.uid != claim.uid;
-    });
-    return metadata->remove(claim, keep);
+    return metadata->remove(claim, store->another_staying_named(claim.ns, claim.name, claim.uid));
   };
   return outer;
 }

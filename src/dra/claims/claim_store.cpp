@@ -707,6 +707,14 @@ std::optional<PreparedClaim> ClaimStore::prepared_claim(const std::string& uid) 
   return it->second;
 }
 
+bool ClaimStore::another_staying_named(const std::string& ns, const std::string& name, const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  return std::any_of(claims_.begin(), claims_.end(), [&](const auto& entry) {
+    const ClaimRef& ref = entry.second.ref;
+    return entry.first != uid && !removing_.contains(entry.first) && ref.ns == ns && ref.name == name;
+  });
+}
+
 std::map<std::string, std::vector<std::string>> ClaimStore::recovered_claims() const {
   std::lock_guard lock(mu_);
   return recovered_;

@@ -157,6 +157,9 @@ class ClaimStore {
   std::map<std::string, std::vector<std::string>> recovered_claims() const;
   bool is_prepared(const std::string& uid) const;
   std::optional<PreparedClaim> prepared_claim(const std::string& uid) const;  // nullopt: not prepared
+  // Whether a claim named ns/name other than `uid` is prepared and not being unprepared (no copy of
+  // the claims: asked once per unprepare).
+  bool another_staying_named(const std::string& ns, const std::string& name, const std::string& uid) const;
   const std::vector<std::string>& startup_warnings() const { return warnings_; }
 
  private:

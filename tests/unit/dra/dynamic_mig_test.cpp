@@ -11,26 +11,13 @@
 #include <fstream>
 
 #include "dra/model/slice_limits.h"
+#include "unit/dra/h100_mig_facts.h"
 
 namespace kgpu::dra {
 namespace {
 
-constexpr uint64_t kMiB = 1024ULL * 1024;
 
-// An H100 80GB as NVML reports it (the fake NVML's h100-80gb table; NVIDIA's MIG user guide).
-DynamicMigGpuFacts h100(unsigned minor) {
-  DynamicMigGpuFacts g;
-  g.minor = minor;
-  g.uuid = "GPU-00000000-0000-4000-8000-00000000000" + std::to_string(minor);
-  //          name       id  SMs  CE DEC ENC JPG OFA  MiB   size  starts
-  g.profiles = {{"1g.10gb", 19, 16, 1, 1, 0, 1, 0, 9984 * kMiB, 1, {0, 1, 2, 3, 4, 5, 6}},
-                {"1g.20gb", 15, 26, 1, 1, 0, 1, 0, 20096 * kMiB, 2, {0, 2, 4, 6}},
-                {"2g.20gb", 14, 32, 2, 2, 0, 2, 0, 20096 * kMiB, 2, {0, 2, 4}},
-                {"3g.40gb", 9, 60, 3, 3, 0, 3, 0, 40448 * kMiB, 4, {0, 4}},
-                {"4g.40gb", 5, 64, 4, 4, 0, 4, 0, 40448 * kMiB, 4, {0}},
-                {"7g.80gb", 0, 132, 8, 7, 0, 7, 1, 81152 * kMiB, 8, {0}}};
-  return g;
-}
+DynamicMigGpuFacts h100(unsigned minor) { return testing::h100_mig_facts(minor); }
 
 std::vector<DynamicMigLayout> node(unsigned gpus) {
   std::vector<DynamicMigLayout> out;
