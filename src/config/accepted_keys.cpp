@@ -88,6 +88,7 @@ const std::vector<AcceptedKey>& accepted_keys() {
       {"kgpu.dra.nvidiaSmiPath", E::Daemon, "the nvidia-smi that sets DRA claims' time-slice intervals"},
       {"kgpu.dra.noExecuteXids", E::Daemon, "XIDs whose DRA device taint evicts the pods using the device"},
       {"kgpu.dra.deviceMetadata", E::Daemon, "device metadata files for prepared claims (KEP-5304)"},
+      {"kgpu.dra.mig.dynamic", E::Daemon, "the GPUs DRA publishes with every MIG placement (dynamic MIG)"},
       {"kgpu.dra.sharing.memory.gpus", E::Daemon, "the GPUs DRA publishes for memory shares"},
       {"kgpu.dra.sharing.memory.requestPolicy.default", E::Daemon, "the memory a share takes by default"},
       {"kgpu.dra.sharing.memory.requestPolicy.min", E::Daemon, "the smallest memory share"},

@@ -77,6 +77,32 @@ bool valid_dra_gpu_entry(const std::string& entry) {
   return index || (entry.starts_with("GPU-") && entry.size() > 4);
 }
 
+// kgpu.dra.mig.dynamic: which GPUs. A GPU whose layout the scheduler picks at prepare cannot also be
+// handed out in memory shares of its whole (the shares' MPS server would sit on a GPU whose MIG
+// instances come and go), so a GPU named by both lists, or "all" in both, is an error.
+void check_dynamic_mig(const Config& c, Reporter& r) {
+  const std::string key = "kgpu.dra.mig.dynamic";
+  const auto& gpus = c.dra.mig_dynamic;
+  const bool all = std::find(gpus.begin(), gpus.end(), "all") != gpus.end();
+  if (all && gpus.size() > 1) r.error(key, key + " is either [all] or a list of GPU indexes and UUIDs, not both");
+  for (const auto& entry : gpus)
+    if (entry != "all" && !valid_dra_gpu_entry(entry))
+      r.error(key, key + " entry \"" + entry + "\" is neither a GPU index nor a GPU UUID (GPU-...) nor all");
+  const auto& shared = c.dra.memory_sharing.gpus;
+  const bool all_shared = std::find(shared.begin(), shared.end(), "all") != shared.end();
+  for (const auto& entry : gpus) {
+    const bool both = all_shared ? !gpus.empty()
+                                 : entry == "all" ? !shared.empty()
+                                                  : std::find(shared.begin(), shared.end(), entry) != shared.end();
+    if (both) {
+      r.error(key, key + " and kgpu.dra.sharing.memory.gpus both name " +
+                       (entry == "all" || all_shared ? std::string("every GPU") : "GPU " + entry) +
+                       ": a GPU is either split into MIG instances at prepare or shared whole through MPS");
+      return;
+    }
+  }
+}
+
 // kgpu.dra.sharing.memory: which GPUs, and a request policy the API server accepts (default within
 // the valid range min + k * step) and MPS can enforce (whole MiB, at least 1 MiB).
 void check_memory_sharing(const Config& c, Reporter& r) {
@@ -150,6 +176,7 @@ void check_dra(const Config& c, Reporter& r) {
       r.error("kgpu.dra.gpus", "kgpu.dra.gpus entry \"" + entry +
                                    "\" is neither a GPU index nor a GPU UUID (GPU-...); MIG devices follow their GPU");
   check_memory_sharing(c, r);
+  check_dynamic_mig(c, r);
 }
 
 }  // namespace

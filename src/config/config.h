@@ -110,6 +110,10 @@ struct DraConfig {
   // Device metadata (KEP-5304, alpha): a JSON document per request of each prepared claim, mounted
   // into its containers (dra/health/device_metadata.h). Off until the format is beta.
   bool device_metadata = false;
+  // Dynamic MIG (issue 42, docs/dynamic-mig.md): NVIDIA GPUs (indexes, UUIDs or ["all"]) published
+  // as their full device plus every MIG placement they could host, consuming one counter set per
+  // GPU; prepare creates the allocated placement's instances, unprepare destroys them. Empty: none.
+  std::vector<std::string> mig_dynamic;
   bool operator==(const DraConfig&) const = default;
 };
 

@@ -61,6 +61,7 @@ unsigned scopes_of(const std::string& key) {
       {"kgpu.dra.nvidiaSmiPath", kPlugin},
       {"kgpu.dra.noExecuteXids", kPlugin | kDevices},
       {"kgpu.dra.deviceMetadata", kPlugin},
+      {"kgpu.dra.mig.dynamic", kPlugin | kDevices},
       {"kgpu.dra.sharing.memory.gpus", kPlugin | kDevices},
       {"kgpu.dra.sharing.memory.requestPolicy.default", kPlugin | kDevices},
       {"kgpu.dra.sharing.memory.requestPolicy.min", kPlugin | kDevices},

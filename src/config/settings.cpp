@@ -353,6 +353,10 @@ std::vector<Setting> build_settings() {
                      "write device metadata for prepared claims (KEP-5304, alpha): the containers read their "
                      "devices' attributes under /var/run/kubernetes.io/dra-device-attributes",
                      &Config::dra, &DraConfig::device_metadata));
+  t.push_back(nested("kgpu.dra.mig.dynamic", {"--dra-mig-dynamic"}, {"KGPU_DRA_MIG_DYNAMIC"},
+                     "NVIDIA GPUs (indexes, UUIDs or all) published with every MIG placement they could host; "
+                     "prepare creates the allocated placement, unprepare destroys it (dynamic MIG)",
+                     &Config::dra, &DraConfig::mig_dynamic));
   t.push_back(memory_sharing("kgpu.dra.sharing.memory.gpus", {"--dra-share-memory-gpus"},
                              {"KGPU_DRA_SHARE_MEMORY_GPUS"},
                              "full NVIDIA GPUs (indexes, UUIDs or all) DRA publishes for memory shares (consumable "

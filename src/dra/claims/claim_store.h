@@ -37,6 +37,7 @@
 #include "dra/claims/nvidia_checkpoint.h"
 #include "dra/model/claim.h"
 #include "dra/model/dra_device.h"
+#include "dra/model/dynamic_mig.h"
 #include "dra/sharing/prepare.h"
 #include "dra/sharing/time_slicing.h"
 
@@ -58,6 +59,10 @@ struct NodeDevices {
   Inventory inventory;
   DriverPool pool;  // this manager's driver; pool name = node name
   std::optional<DriverFiles> driver_files;
+  // The GPUs published for dynamic MIG (kgpu.dra.mig.dynamic, issue 42) as published: a device of
+  // one of these layouts other than its full GPU is a placement whose instances prepare creates
+  // and unprepare destroys. Its devices are in `pool` too (health taints, attributes).
+  std::vector<DynamicMigLayout> dynamic_mig;
 };
 
 struct ClaimStoreOptions {

@@ -54,6 +54,7 @@ std::string dynamic_mig_counter_set_name(unsigned minor) { return "gpu-" + std::
 
 DynamicMigLayout dynamic_mig_layout(const DynamicMigGpuFacts& gpu) {
   DynamicMigLayout out;
+  out.gpu_minor = gpu.minor;
   out.gpu_uuid = gpu.uuid;
   out.counter_set = dynamic_mig_counter_set_name(gpu.minor);
   // The set holds each dimension's largest value over all profiles (the whole GPU's), and one

@@ -45,6 +45,7 @@ struct DynamicMigDevice {
 };
 
 struct DynamicMigLayout {
+  unsigned gpu_minor = 0;           // the parent's minor: its device names start "gpu-<minor>"
   std::string gpu_uuid;
   std::string counter_set;          // "gpu-0-counter-set"
   std::vector<Counter> counters;    // the set's counters, sorted

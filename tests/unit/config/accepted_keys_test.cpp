@@ -214,6 +214,7 @@ const std::map<std::string, Change>& changes() {
       {"kgpu.dra.intelDriver", {"", "kgpu: {dra: {intelDriver: intel.example.com}}\n"}},
       {"kgpu.dra.nvidiaSmiPath", {"", "kgpu: {dra: {nvidiaSmiPath: /x/nvidia-smi}}\n"}},
       {"kgpu.dra.deviceMetadata", {"", "kgpu: {dra: {deviceMetadata: true}}\n"}},
+      {"kgpu.dra.mig.dynamic", {"", "kgpu: {dra: {mig: {dynamic: [all]}}}\n"}},
       {"kgpu.dra.noExecuteXids", {"", "kgpu: {dra: {noExecuteXids: [48, 79]}}\n"}},
       {"kgpu.dra.sharing.memory.gpus",
        {"", "flags: {mpsRoot: /run/mps}\nkgpu: {dra: {sharing: {memory: {gpus: [all]}}}}\n"}},

@@ -104,5 +104,21 @@ TEST(DraSettings, MemorySharingLoadsAndBadPoliciesAreRefused) {
   EXPECT_EQ(errors_of("kgpu:\n  dra:\n    sharing:\n      memory:\n        requestPolicy: {step: 10GB}\n"), "");
 }
 
+TEST(DraSettings, DynamicMigNamesGpusThatNoMemoryShareUses) {
+  const auto loaded = parse_config_text("kgpu:\n  dra:\n    mig:\n      dynamic: [0, GPU-4f5e]\n", "c.yaml", false);
+  EXPECT_EQ(loaded.config.dra.mig_dynamic, (std::vector<std::string>{"0", "GPU-4f5e"}));
+  EXPECT_TRUE(DraConfig{}.mig_dynamic.empty());
+  const std::string mig = "flags: {mpsRoot: /run/mps}\nkgpu:\n  dra:\n    mig:\n      dynamic: ";
+  EXPECT_EQ(errors_of(mig + "[all]\n"), "");
+  EXPECT_THAT(errors_of(mig + "[all, 1]\n"), HasSubstr("kgpu.dra.mig.dynamic is either [all] or a list"));
+  EXPECT_THAT(errors_of(mig + "[mig0]\n"), HasSubstr("entry \"mig0\" is neither a GPU index"));
+  const std::string shared = "    sharing:\n      memory:\n        gpus: ";
+  EXPECT_EQ(errors_of(mig + "[0]\n" + shared + "[1]\n"), "");
+  EXPECT_THAT(errors_of(mig + "[0, 1]\n" + shared + "[1]\n"),
+              HasSubstr("kgpu.dra.mig.dynamic and kgpu.dra.sharing.memory.gpus both name GPU 1"));
+  EXPECT_THAT(errors_of(mig + "[all]\n" + shared + "[1]\n"), HasSubstr("both name every GPU"));
+  EXPECT_THAT(errors_of(mig + "[0]\n" + shared + "[all]\n"), HasSubstr("both name every GPU"));
+}
+
 }  // namespace
 }  // namespace kgpu
