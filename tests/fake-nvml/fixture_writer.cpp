@@ -14,9 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr unsigned kGiPerGpu = 15;  // GI ids 0..14
-constexpr unsigned kCiPerGi = 8;    // CI ids 0..7
-
 Status write_file(const fs::path& path, const std::string& content) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
@@ -39,15 +36,9 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string capability(unsigned minor) {
-  return "DeviceFileMinor: " + std::to_string(minor) + "\nDeviceFileMode: 292\nDeviceFileModify: 1\n";
-}
+std::string capability(unsigned minor) { return capability_file_text(minor); }
 
 }  // namespace
-
-unsigned mig_gi_minor(unsigned gpu_minor, unsigned gi) { return 3 + gpu_minor * kGiPerGpu * (1 + kCiPerGi) + gi * (1 + kCiPerGi); }
-
-unsigned mig_ci_minor(unsigned gpu_minor, unsigned gi, unsigned ci) { return mig_gi_minor(gpu_minor, gi) + 1 + ci; }
 
 Status write_fixture(const Fleet& fleet, const std::string& out_dir) {
   const fs::path root(out_dir);

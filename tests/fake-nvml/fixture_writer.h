@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "cap_files.h"
 #include "core/result.h"
 #include "fleet.h"
 
@@ -13,9 +14,5 @@ Status write_fixture(const Fleet& fleet, const std::string& out_dir);
 
 // Loads the fleet file, then writes the tree.
 Status write_fixture(const std::string& fleet_path, const std::string& out_dir);
-
-// Driver numbering of /dev/nvidia-caps minors.
-unsigned mig_gi_minor(unsigned gpu_minor, unsigned gi);
-unsigned mig_ci_minor(unsigned gpu_minor, unsigned gi, unsigned ci);
 
 }  // namespace kgpu::fake_nvml

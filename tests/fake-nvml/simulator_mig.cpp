@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
+#include "cap_files.h"
 #include "mig_profiles.h"
 
 namespace kgpu::fake_nvml {
@@ -59,6 +61,12 @@ std::string created_uuid(const std::string& gpu_uuid, unsigned long long serial)
   return buf;
 }
 
+// The fixture tree whose capability files follow the instances (cap_files.h); "" for none.
+std::string caps_root() {
+  const char* root = std::getenv("KGPU_FAKE_NVML_ROOT");
+  return root ? root : "";
+}
+
 }  // namespace
 
 nvmlReturn_t Simulator::create_gpu_instance(unsigned g, const GiProfile& profile, unsigned placement,
@@ -69,6 +77,7 @@ nvmlReturn_t Simulator::create_gpu_instance(unsigned g, const GiProfile& profile
   gi.id = new_gi_id(mig, profile, placement);
   gi.profile = profile;
   gi.placement = placement;
+  write_instance_caps(caps_root(), fleet_.gpus[g].minor, gi.id, std::nullopt);
   mig.instances.push_back(std::move(gi));
   auto handle = std::make_unique<nvmlGpuInstance_st>();
   handle->device = gpus_[g].get();
@@ -98,6 +107,7 @@ nvmlReturn_t Simulator::create_compute_instance(nvmlGpuInstance_st* gi_handle, u
   ci.slices = slices;
   ci.placement = used;
   ci.uuid = created_uuid(fleet_.gpus[g].uuid, ++created_serial_);
+  write_instance_caps(caps_root(), fleet_.gpus[g].minor, gi.id, ci.id);
   gi.compute_instances.push_back(std::move(ci));
 
   auto dev = std::make_unique<nvmlDevice_st>();
@@ -124,6 +134,10 @@ nvmlReturn_t Simulator::destroy_compute_instance(nvmlComputeInstance_st* ci_hand
   const unsigned k = gi_handle->gi;
   const unsigned c = ci_handle->ci;
   nvmlDevice_st* dev = ci_handle->mig_device;
+  {
+    const GpuInstance& gi = fleet_.gpus[g].mig.instances[k];
+    remove_instance_caps(caps_root(), fleet_.gpus[g].minor, gi.id, gi.compute_instances[c].id);
+  }
   auto& order = mig_order_[g];
   order.erase(std::remove(order.begin(), order.end(), dev), order.end());
   devices_.erase(dev);
@@ -148,6 +162,7 @@ nvmlReturn_t Simulator::destroy_gpu_instance(nvmlGpuInstance_st* gi_handle) {
   auto& instances = fleet_.gpus[g].mig.instances;
   // As NVML: a GPU instance with compute instances in it is in use.
   if (!instances[k].compute_instances.empty()) return NVML_ERROR_IN_USE;
+  remove_instance_caps(caps_root(), fleet_.gpus[g].minor, instances[k].id, std::nullopt);
   instances.erase(instances.begin() + k);
   gpu_instances_.erase(gi_handle);
   gis_[g].erase(gis_[g].begin() + k);

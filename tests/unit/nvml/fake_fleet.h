@@ -50,6 +50,8 @@ class FakeNode {
     } else {
       ::setenv("KGPU_FAKE_NVML_CONTROL", control.c_str(), 1);
     }
+    // The fake keeps the capability files of the MIG instances it makes in this tree.
+    ::setenv("KGPU_FAKE_NVML_ROOT", dir_.path().c_str(), 1);
     std::string tool = std::string(KGPU_FAKE_NVML_DIR) + "/kgpu-fake-nvml-fixture";
     std::string cmd = "'" + tool + "' '" + fleet_file + "' '" + dir_.path() + "' >/dev/null";
     fixture_ok_ = std::system(cmd.c_str()) == 0;
