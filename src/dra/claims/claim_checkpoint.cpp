@@ -139,6 +139,52 @@ Result<PreparedClaim> from_json(const json& j) {
   return c;
 }
 
+json mig_json(const std::vector<MigInstanceRecord>& records) {
+  json out = json::array();
+  for (const auto& r : records) {
+    json j = {{"claim", r.claim_uid},
+              {"device", r.device},
+              {"parentUUID", r.placement.parent_uuid},
+              {"profileID", r.placement.profile_id},
+              {"start", r.placement.start},
+              {"size", r.placement.size},
+              {"gpuInstancesBefore", r.gpu_instances_before}};
+    if (r.made) {
+      json nodes = json::array();
+      for (const auto& n : r.made->capability_nodes) nodes.push_back(n.path);
+      j["made"] = {{"gi", r.made->gpu_instance_id},
+                   {"ci", r.made->compute_instance_id},
+                   {"migUUID", r.made->mig_uuid},
+                   {"nodes", nodes}};
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::vector<MigInstanceRecord> mig_from_json(const json& list) {
+  std::vector<MigInstanceRecord> out;
+  for (const auto& j : list) {
+    MigInstanceRecord r;
+    r.claim_uid = j.at("claim").get<std::string>();
+    r.device = j.at("device").get<std::string>();
+    r.placement = {j.at("parentUUID").get<std::string>(), j.at("profileID").get<unsigned>(),
+                   j.at("start").get<unsigned>(), j.at("size").get<unsigned>()};
+    r.gpu_instances_before = j.at("gpuInstancesBefore").get<std::vector<unsigned>>();
+    if (j.contains("made")) {
+      const json& m = j.at("made");
+      MigInstanceMade made;
+      made.gpu_instance_id = m.at("gi").get<unsigned>();
+      made.compute_instance_id = m.at("ci").get<unsigned>();
+      made.mig_uuid = m.at("migUUID").get<std::string>();
+      for (const auto& n : m.at("nodes")) made.capability_nodes.push_back({n.get<std::string>()});
+      r.made = std::move(made);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string checkpoint_text(const Checkpoint& checkpoint) {
@@ -154,6 +200,11 @@ std::string checkpoint_text(const Checkpoint& checkpoint) {
   if (!pending.empty()) {
     doc["pendingChecksum"] = checksum(compact(pending));
     doc["pendingGpuResets"] = std::move(pending);
+  }
+  if (!checkpoint.mig_instances.empty()) {
+    json mig = mig_json(checkpoint.mig_instances);
+    doc["migChecksum"] = checksum(compact(mig));
+    doc["migInstances"] = std::move(mig);
   }
   return doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -184,6 +235,12 @@ Result<Checkpoint> parse_checkpoint(std::string_view text) {
       if (!pending.is_array() || checksum(compact(pending)) != doc.at("pendingChecksum").get<std::string>())
         return Error::invalid("checkpoint pendingGpuResets do not match their checksum (cut short or edited)");
       out.pending_resets = settings_from_json(pending);
+    }
+    if (doc.contains("migInstances")) {
+      const json& mig = doc.at("migInstances");
+      if (!mig.is_array() || checksum(compact(mig)) != doc.at("migChecksum").get<std::string>())
+        return Error::invalid("checkpoint migInstances do not match their checksum (cut short or edited)");
+      out.mig_instances = mig_from_json(mig);
     }
     for (const auto& c : claims) {
       auto claim = from_json(c);

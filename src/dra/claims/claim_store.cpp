@@ -139,6 +139,8 @@ bool ClaimStore::load_own() {
     std::string uuid = reset.gpu_uuid;
     pending_resets_.emplace(std::move(uuid), std::move(reset));
   }
+  // Cleaned up (or kept) once NVML is there: set_mig_control().
+  mig_records_ = std::move(checkpoint->mig_instances);
   return true;
 }
 
@@ -246,6 +248,7 @@ std::string ClaimStore::snapshot_text_locked() const {
   for (const auto& [uid, c] : claims_)
     if (!removing_.contains(uid)) checkpoint.claims.push_back(c);
   for (const auto& [uuid, reset] : pending_resets_) checkpoint.pending_resets.push_back(reset);
+  checkpoint.mig_instances = mig_records_;
   return checkpoint_text(checkpoint);
 }
 
@@ -478,8 +481,12 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   if (claim->ref.uid != ref.uid)
     return Error::precondition("fetched " + ref.ns + "/" + ref.name + " has UID " + quote_text(claim->ref.uid) +
                                ", not " + ref.uid + " (deleted and created again?)");
-  const PrepareInputs inputs{devices->config, devices->inventory, devices->pool,
-                             devices->driver_files ? &*devices->driver_files : nullptr};
+  // A dynamic MIG placement gets its instance now, before the CDI spec that names its nodes; until
+  // keep() below, a failure destroys it again (claim_store_dynamic_mig.cpp).
+  auto dynamic = begin_dynamic_mig(*claim, devices);
+  if (!dynamic) return dynamic.error();
+  const NodeDevices& seen = dynamic->devices();
+  const PrepareInputs inputs{seen.config, seen.inventory, seen.pool, seen.driver_files ? &*seen.driver_files : nullptr};
   auto prepared = prepare_claim(*claim, inputs);
   if (!prepared) return prepared.error();
   PreparedClaim& result = prepared->claim;
@@ -536,6 +543,7 @@ Result<PreparedClaim> ClaimStore::prepare(const ClaimRef& ref) {
   recovered_.erase(ref.uid);
   recovered_minors_.erase(ref.uid);
   recovered_sharing_.erase(ref.uid);
+  dynamic->keep();
   return result;
 }
 
@@ -590,6 +598,11 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
   recovered_sharing_.erase(uid);
   if (removing_.contains(uid)) return Error::unavailable("claim " + uid + " is being unprepared by another call");
   std::optional<PreparedClaim> released = it->second;
+  // Its dynamic MIG instances go first (gone counts as done): a failure leaves the claim recorded
+  // for the kubelet's retry, and a kgpu killed after it finds them gone then.
+  std::vector<MigInstanceRecord> mig_taken;
+  if (auto st = release_dynamic_mig_locked(uid, mig_taken); !st)
+    return Error{st.error().code, "cannot unprepare claim " + uid + ": " + st.error().message};
   // Held (for the conflict check) until the write that forgets it succeeded.
   removing_.insert(uid);
   // Recorded in the same write that forgets the claim: a kgpu killed before the caller runs the
@@ -602,6 +615,8 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
   auto undo = [&] {
     for (const auto& uuid : added) pending_resets_.erase(uuid);
     removing_.erase(uid);
+    // Recorded again (their instances are gone; the retried unprepare finds them so).
+    mig_records_.insert(mig_records_.end(), mig_taken.begin(), mig_taken.end());
   };
   if (when == Durability::AtSettle) {
     if (frozen_) {
@@ -609,6 +624,7 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
       return Error::unavailable("cannot unprepare claim " + uid + ": " + frozen_reason_);
     }
     unsettled_[uid] = Unsettled{++version_, std::move(added)};
+    disable_mig_where_empty_locked(mig_taken);
     return released;
   }
   if (auto st = commit(lock, undo); !st)
@@ -616,6 +632,7 @@ Result<std::optional<PreparedClaim>> ClaimStore::unprepare(const std::string& ui
   claims_.erase(uid);
   last_change_.erase(uid);
   removing_.erase(uid);
+  disable_mig_where_empty_locked(mig_taken);
   return released;
 }
 

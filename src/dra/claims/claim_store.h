@@ -34,6 +34,8 @@
 #include "config/config.h"
 #include "core/inventory.h"
 #include "core/result.h"
+#include "dra/claims/claim_checkpoint.h"
+#include "dra/claims/dynamic_mig_control.h"
 #include "dra/claims/nvidia_checkpoint.h"
 #include "dra/model/claim.h"
 #include "dra/model/dra_device.h"
@@ -83,6 +85,33 @@ std::string claim_checkpoint_path(const std::string& kubelet_socket, const std::
 // The Linux boot ID (<proc_root>/sys/kernel/random/boot_id, trimmed) for ClaimStoreOptions::boot_id;
 // empty when it cannot be read (the checkpoint is then kept whatever boot wrote it).
 std::string read_boot_id(const std::string& proc_root);
+
+class ClaimStore;
+
+// What a prepare of a claim with dynamic MIG placements made for it (claim_store_dynamic_mig.cpp):
+// the node as prepare_claim must see it (each new instance a MIG device of its parent GPU, the
+// placement's published device naming it by uuid), and, until keep(), the duty to destroy what this
+// call made when the prepare fails later.
+class DynamicMigPrepare {
+ public:
+  DynamicMigPrepare(ClaimStore* store, std::string uid, std::shared_ptr<const NodeDevices> devices)
+      : store_(store), uid_(std::move(uid)), devices_(std::move(devices)) {}
+  ~DynamicMigPrepare();
+  DynamicMigPrepare(DynamicMigPrepare&& other) noexcept;
+  DynamicMigPrepare& operator=(DynamicMigPrepare&&) = delete;
+  DynamicMigPrepare(const DynamicMigPrepare&) = delete;
+  DynamicMigPrepare& operator=(const DynamicMigPrepare&) = delete;
+  const NodeDevices& devices() const { return *devices_; }
+  void keep() { made_.clear(); }
+
+ private:
+  friend class ClaimStore;
+  ClaimStore* store_;
+  std::string uid_;
+  std::shared_ptr<const NodeDevices> devices_;
+  std::vector<std::string> made_;  // placement devices this call recorded (and maybe created)
+  bool registered_ = false;        // this call holds the claim's entry in mig_preparing_
+};
 
 class ClaimStore {
  public:
@@ -167,9 +196,32 @@ class ClaimStore {
   bool another_staying_named(const std::string& ns, const std::string& name, const std::string& uid) const;
   const std::vector<std::string>& startup_warnings() const { return warnings_; }
 
+  // Dynamic MIG (issue 42). The NVML side, once it is loaded (null before: a claim naming a
+  // placement is refused until then). The first call cleans up after a kgpu that died: every
+  // instance the checkpoint records whose claim is not prepared (an intent without an answer, or
+  // made but never answered) is destroyed, those of prepared claims are kept, and an instance no
+  // record names (an operator's, the MIG manager's) is never touched. Returns what it did and what
+  // failed (a failure stays recorded: retried at the next start), for the log.
+  std::vector<std::string> set_mig_control(std::shared_ptr<const DynamicMigControl> control);
+  // The MIG uuids of the instances kgpu made and holds (prepared claims', and prepares in flight).
+  std::set<std::string> created_mig_uuids() const;
+  std::vector<MigInstanceRecord> mig_instances() const;  // as recorded, in record order
+
  private:
+  friend class DynamicMigPrepare;
   void load();
-  bool load_own();  // false: kgpu's checkpoint is from another boot (nothing is recovered)
+  bool load_own();
+  // claim_store_dynamic_mig.cpp: the instances of the claim's placements recorded, made and
+  // described to prepare_claim; refusals as the other prepare errors.
+  Result<DynamicMigPrepare> begin_dynamic_mig(const ResourceClaim& claim, std::shared_ptr<const NodeDevices> devices);
+  std::optional<Error> check_dynamic_whole_gpus_locked(const std::string& uid, const std::vector<std::string>& parents) const;
+  // Destroys the instances of `devices` (records of `uid`) and forgets their records: a failed
+  // prepare leaves nothing behind.
+  void abandon_dynamic_mig(const std::string& uid, const std::vector<std::string>& devices);
+  // Unprepare: destroys the claim's instances (gone counts as done), takes their records out (into
+  // `taken`, for the undo); an error leaves the claim as it was, for the kubelet's retry.
+  Status release_dynamic_mig_locked(const std::string& uid, std::vector<MigInstanceRecord>& taken);
+  void disable_mig_where_empty_locked(const std::vector<MigInstanceRecord>& released);  // false: kgpu's checkpoint is from another boot (nothing is recovered)
   void adopt_nvidia_claims();
   void adopt_nvidia_checkpoint(const std::string& path, const NvidiaCheckpoint& checkpoint);
   void hold_nvidia_specs();
@@ -244,6 +296,11 @@ class ClaimStore {
   std::map<std::string, MigPlace> mig_places_;
   // Recovered claims (above) that NVIDIA's checkpoint showed half-prepared, for the refusal's text.
   std::set<std::string> half_prepared_;
+  // Dynamic MIG: the NVML side (null until set_mig_control), the instances recorded (intents and
+  // made ones), and the claims whose prepare is making instances now (one at a time per claim).
+  std::shared_ptr<const DynamicMigControl> mig_control_;
+  std::vector<MigInstanceRecord> mig_records_;
+  std::set<std::string> mig_preparing_;
   // The unreadable checkpoint could not be moved aside: it is never overwritten (nothing is saved).
   bool frozen_ = false;
   std::string frozen_reason_;
