@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "dra/claim_metadata.h"
 #include "dra/claims/claim_handler.h"
 #include "dra/claims/claim_store.h"
+#include "dra/claims/nvml_mig_control.h"
 #include "dra/health/device_health.h"
 #include "dra/health/health_streams.h"
 #include "dra/health/metadata_files.h"
@@ -72,6 +74,7 @@ struct ServedDriver {
 
 struct DraWiring::Impl {
   DraConfig args;  // as configured at start-up
+  std::atomic<bool> mig_bound{false};  // use_nvml handed the stores their MIG control
   std::string node_name;
   std::string kubelet_root;
   kube::ApiServer api;
@@ -406,6 +409,19 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
     driver.store->set_devices(std::move(devices));
   }
   if (s.publisher) s.publisher->publish(std::move(pools));
+}
+
+void DraWiring::use_nvml(const std::shared_ptr<NvmlLibrary>& nvml, const Config& config) {
+  Impl& s = *impl_;
+  if (!nvml || s.mig_bound.exchange(true)) return;
+  auto control = dra::NvmlMigControl::bind_initialized(nvml, config.proc_root);
+  if (!control) {
+    spdlog::warn("DRA: dynamic MIG devices cannot be prepared: {}", control.error().message);
+    return;
+  }
+  for (auto& driver : s.drivers)
+    if (driver.name == s.slice_options.drivers.nvidia)
+      for (const auto& note : driver.store->set_mig_control(*control)) spdlog::warn("DRA {}: {}", driver.name, note);
 }
 
 void DraWiring::on_pod_holds(std::function<void(bool)> listener) { impl_->on_pod_holds = std::move(listener); }

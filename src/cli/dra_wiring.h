@@ -18,6 +18,9 @@
 #include "core/resource_plan.h"
 #include "core/result.h"
 
+namespace kgpu {
+class NvmlLibrary;
+}
 namespace kgpu::server {
 class Daemon;
 }
@@ -35,6 +38,9 @@ class DraWiring {
   // Serves the kubelet plugin on the daemon's transport and starts publishing.
   Status start(server::Daemon& daemon);
   void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);
+  // The NVML library discovery loaded (null until it has one): the first one is handed to the
+  // NVIDIA driver's claim store for dynamic MIG instances, whose restart clean-up then runs.
+  void use_nvml(const std::shared_ptr<NvmlLibrary>& nvml, const Config& config);
   // Called with true while pods hold GPUs the configuration gives DRA (the daemon should plan
   // again now and then, so they move once the pods are gone), false once none does. Before start().
   void on_pod_holds(std::function<void(bool)> listener);

@@ -194,7 +194,9 @@ int run_plugin(const PluginArgs& args) {
       spdlog::error("DRA: {}", st.error().message);
       return 1;
     }
-    daemon.on_plan_changed([&dra](const kgpu::Config& c, const kgpu::Inventory& i, const kgpu::ResourcePlan& p) {
+    daemon.on_plan_changed([&dra, &discovery](const kgpu::Config& c, const kgpu::Inventory& i,
+                                              const kgpu::ResourcePlan& p) {
+      dra->use_nvml(discovery->nvml(), c);  // dynamic MIG: once, with the first library discovery loaded
       dra->on_plan(c, i, p);
     });
     if (metrics_server) metrics.add_exposition([raw = dra.get()](std::string& out) { raw->append_share_metrics(out); });

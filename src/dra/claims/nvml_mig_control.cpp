@@ -23,6 +23,24 @@ Result<std::shared_ptr<const NvmlMigControl>> NvmlMigControl::bind(std::shared_p
   return std::shared_ptr<const NvmlMigControl>(new NvmlMigControl(std::move(nvml), *mig, std::move(proc_root)));
 }
 
+Result<std::shared_ptr<const NvmlMigControl>> NvmlMigControl::bind_initialized(std::shared_ptr<NvmlLibrary> nvml,
+                                                                               std::string proc_root) {
+  if (!nvml) return Error::internal("dynamic MIG: no NVML library");
+  if (auto st = nvml->init(); !st) return Error{st.error().code, "dynamic MIG: NVML: " + st.error().message};
+  auto mig = MigInstances::bind(nvml);
+  if (!mig) {
+    nvml->shutdown();
+    return mig.error();
+  }
+  auto control = std::shared_ptr<NvmlMigControl>(new NvmlMigControl(nvml, *mig, std::move(proc_root)));
+  control->session_ = std::move(nvml);
+  return std::shared_ptr<const NvmlMigControl>(std::move(control));
+}
+
+NvmlMigControl::~NvmlMigControl() {
+  if (session_) session_->shutdown();
+}
+
 Result<nvmlDevice_t> NvmlMigControl::parent(const std::string& uuid) const {
   auto gpu = nvml_->device_by_uuid(uuid);
   if (!gpu) return Error{gpu.error().code, "GPU " + uuid + ": " + gpu.error().message};

@@ -16,6 +16,13 @@ class NvmlMigControl final : public DynamicMigControl {
   // `proc_root`: where /proc/driver/nvidia-caps/mig-minors is read ("/proc", or a test's tree).
   static Result<std::shared_ptr<const NvmlMigControl>> bind(std::shared_ptr<const NvmlLibrary> nvml,
                                                             std::string proc_root);
+  // As bind(), holding an NVML session of its own for its lifetime: discovery releases its session
+  // after each pass, and a prepare must not depend on another thread's.
+  static Result<std::shared_ptr<const NvmlMigControl>> bind_initialized(std::shared_ptr<NvmlLibrary> nvml,
+                                                                        std::string proc_root);
+  ~NvmlMigControl() override;
+  NvmlMigControl(const NvmlMigControl&) = delete;
+  NvmlMigControl& operator=(const NvmlMigControl&) = delete;
 
   Status enable_mig(const std::string& parent_uuid) const override;
   Result<MigInstanceMade> create(const MigPlacement& where) const override;
@@ -35,6 +42,7 @@ class NvmlMigControl final : public DynamicMigControl {
   std::shared_ptr<const NvmlLibrary> nvml_;
   std::shared_ptr<const MigInstances> mig_;
   std::string proc_root_;
+  std::shared_ptr<NvmlLibrary> session_;  // shut down with this object; null: none held
 };
 
 }  // namespace kgpu::dra
