@@ -194,7 +194,8 @@ FakeNode make_fake_node(const std::string& fleet_file, const std::string& root) 
 }
 
 std::map<std::string, std::string> fake_nvml_env(const FakeNode& node) {
-  return {{"LD_LIBRARY_PATH", fake_nvml_dir()}, {"KGPU_FAKE_NVML_FLEET", node.fleet}};
+  // KGPU_FAKE_NVML_ROOT: the capability files of MIG instances made at run time go to the node's tree.
+  return {{"LD_LIBRARY_PATH", fake_nvml_dir()}, {"KGPU_FAKE_NVML_FLEET", node.fleet}, {"KGPU_FAKE_NVML_ROOT", node.root}};
 }
 
 std::unique_ptr<ChildProcess> start_plugin(const PluginOptions& options, const std::string& work_dir) {

@@ -5,6 +5,7 @@
 
 #include "api_helpers.h"
 #include "mig_profiles.h"
+#include "mig_state.h"
 #include "nvml/nvml_abi_dynamic_mig.h"
 
 namespace kgpu::fake_nvml {
@@ -88,6 +89,7 @@ KGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstan
     return rc;
   auto slices = compute_profile_slices(profileId);
   if (!slices || profileId == NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1) return NVML_ERROR_NOT_SUPPORTED;
+  wait_at_ci_create_gate();  // KGPU_FAKE_NVML_BLOCK_CI_CREATE: a test kills the caller here
   return sim->create_compute_instance(gpuInstance, *slices, computeInstance);
 }
 

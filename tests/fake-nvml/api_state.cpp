@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "control_channel.h"
+#include "mig_state.h"
 
 namespace kgpu::fake_nvml {
 namespace {
@@ -60,6 +61,7 @@ nvmlReturn_t init_library(unsigned /*flags*/) {
     return NVML_ERROR_UNKNOWN;
   }
   if (fleet->init_failure) return *fleet->init_failure;
+  load_mig_state(*fleet);  // instances an earlier process made (KGPU_FAKE_NVML_MIG_STATE)
   const std::string control_path = env("KGPU_FAKE_NVML_CONTROL");
   s.live = std::make_unique<Simulator>(std::move(fleet).value(), control_path.empty() ? "" : control_path + ".ack");
   s.refcount = 1;

@@ -10,6 +10,7 @@
 
 #include "cap_files.h"
 #include "mig_profiles.h"
+#include "mig_state.h"
 
 namespace kgpu::fake_nvml {
 namespace {
@@ -86,6 +87,7 @@ nvmlReturn_t Simulator::create_gpu_instance(unsigned g, const GiProfile& profile
   *out = handle.get();
   gis_[g].push_back(std::move(handle));
   cis_[g].emplace_back();
+  save_mig_state(fleet_);
   return NVML_SUCCESS;
 }
 
@@ -106,7 +108,7 @@ nvmlReturn_t Simulator::create_compute_instance(nvmlGpuInstance_st* gi_handle, u
   ci.id = id;
   ci.slices = slices;
   ci.placement = used;
-  ci.uuid = created_uuid(fleet_.gpus[g].uuid, ++created_serial_);
+  ci.uuid = created_uuid(fleet_.gpus[g].uuid, ++created_serial_ + mig_state_salt());
   write_instance_caps(caps_root(), fleet_.gpus[g].minor, gi.id, ci.id);
   gi.compute_instances.push_back(std::move(ci));
 
@@ -125,6 +127,7 @@ nvmlReturn_t Simulator::create_compute_instance(nvmlGpuInstance_st* gi_handle, u
   migs_[g].push_back(std::move(dev));
   *out = handle.get();
   cis_[g][gi_handle->gi].push_back(std::move(handle));
+  save_mig_state(fleet_);
   return NVML_SUCCESS;
 }
 
@@ -153,6 +156,7 @@ nvmlReturn_t Simulator::destroy_compute_instance(nvmlComputeInstance_st* ci_hand
     cis[i]->ci = i;
     cis[i]->mig_device->ci = static_cast<int>(i);
   }
+  save_mig_state(fleet_);
   return NVML_SUCCESS;
 }
 
@@ -171,6 +175,7 @@ nvmlReturn_t Simulator::destroy_gpu_instance(nvmlGpuInstance_st* gi_handle) {
     gis_[g][i]->gi = i;
     for (auto& ci : cis_[g][i]) ci->mig_device->gi = static_cast<int>(i);
   }
+  save_mig_state(fleet_);
   return NVML_SUCCESS;
 }
 
@@ -204,6 +209,7 @@ nvmlReturn_t Simulator::set_mig_mode(unsigned g, unsigned mode, nvmlReturn_t* ac
   } else {
     *activation = gpu.mig.mode == mode ? NVML_SUCCESS : NVML_ERROR_RESET_REQUIRED;
   }
+  save_mig_state(fleet_);
   return NVML_SUCCESS;
 }
 

@@ -2,8 +2,10 @@
 // them, destruction, the driver's placement rules and its answers when they are broken.
 #include <gmock/gmock.h>
 
+#include <filesystem>
 #include <set>
 
+#include "fake-nvml/cap_files.h"
 #include "nvml/nvml_abi_dynamic_mig.h"
 #include "nvml_under_test.h"
 
@@ -205,6 +207,51 @@ TEST_F(FakeNvmlDynamicMig, InjectedFailureReachesCreate) {
   nvmlGpuInstance_t gi = nullptr;
   auto create = sym<nvmlDeviceCreateGpuInstanceWithPlacement_fn>("nvmlDeviceCreateGpuInstanceWithPlacement");
   EXPECT_EQ(create(device(2), 19, &p, &gi), NVML_ERROR_UNKNOWN);
+}
+
+// KGPU_FAKE_NVML_MIG_STATE: instances outlive the process that made them, as on a driver, so a
+// restarted kgpu finds what a killed one left; a new process's instances get uuids of their own.
+TEST_F(FakeNvmlDynamicMig, TheMigStateFileKeepsInstancesAcrossInits) {
+  const std::string state = dir_.path() + "/mig-state";
+  setenv("KGPU_FAKE_NVML_MIG_STATE", state.c_str(), 1);
+  make(k3g40, 4, 4, NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE);
+  nvmlGpuInstance_t half = nullptr;
+  ASSERT_EQ(create_gi(0, k1g10, 0, 1, &half), NVML_SUCCESS);  // a GI without a CI is kept too
+  const auto before = mig_uuids(0);
+  ASSERT_EQ(before.size(), 1u);
+  TearDown();
+  ASSERT_EQ(init_with(dir_.file("dyn.yaml", kFleet)), NVML_SUCCESS);
+  EXPECT_EQ(mig_uuids(0), before);
+  nvmlGpuInstance_t gi = nullptr;
+  EXPECT_EQ(create_gi(0, k1g10, 0, 1, &gi), NVML_ERROR_INSUFFICIENT_RESOURCES) << "slice 0 still taken";
+  nvmlGpuInstance_t kept = nullptr;
+  ASSERT_EQ(sym<nvmlDeviceGetGpuInstanceById_fn>("nvmlDeviceGetGpuInstanceById")(device(0), 2, &kept), NVML_SUCCESS);
+  make(k1g10, 1, 1, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE);
+  EXPECT_EQ(mig_uuids(0).size(), 2u) << "a new instance's uuid is not an earlier one's";
+  unsetenv("KGPU_FAKE_NVML_MIG_STATE");
+}
+
+// KGPU_FAKE_NVML_ROOT: an instance's capability node and access file exist while it does.
+TEST_F(FakeNvmlDynamicMig, CapabilityFilesFollowTheInstances) {
+  setenv("KGPU_FAKE_NVML_ROOT", dir_.path().c_str(), 1);
+  nvmlGpuInstance_t gi = nullptr;
+  nvmlComputeInstance_t ci = make(k3g40, 4, 4, NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE, &gi);
+  nvmlGpuInstanceInfo_t info{};
+  ASSERT_EQ(sym<nvmlGpuInstanceGetInfo_fn>("nvmlGpuInstanceGetInfo")(gi, &info), NVML_SUCCESS);
+  const std::string gi_node = dir_.path() + "/dev/nvidia-caps/nvidia-cap" + std::to_string(mig_gi_minor(0, info.id));
+  const std::string ci_node = dir_.path() + "/dev/nvidia-caps/nvidia-cap" + std::to_string(mig_ci_minor(0, info.id, 0));
+  const std::string access =
+      dir_.path() + "/proc/driver/nvidia/capabilities/gpu0/mig/gi" + std::to_string(info.id) + "/ci0/access";
+  EXPECT_TRUE(std::filesystem::exists(gi_node));
+  EXPECT_TRUE(std::filesystem::exists(ci_node));
+  EXPECT_TRUE(std::filesystem::exists(access));
+  ASSERT_EQ(destroy_ci(ci), NVML_SUCCESS);
+  EXPECT_FALSE(std::filesystem::exists(ci_node));
+  EXPECT_FALSE(std::filesystem::exists(access));
+  EXPECT_TRUE(std::filesystem::exists(gi_node));
+  ASSERT_EQ(destroy_gi(gi), NVML_SUCCESS);
+  EXPECT_FALSE(std::filesystem::exists(gi_node));
+  unsetenv("KGPU_FAKE_NVML_ROOT");
 }
 
 }  // namespace
