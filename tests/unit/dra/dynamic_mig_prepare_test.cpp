@@ -3,7 +3,11 @@
 // NVML's refusals answered per claim with nothing left behind, unprepare emptying the GPU, and the
 // restart clean-up destroying what kgpu made for no prepared claim and nothing else.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +19,7 @@
 #include "dra/model/dynamic_mig.h"
 #include "dra/model/publication.h"
 #include "nvml/discovery.h"
+#include "support/eventually.h"
 #include "unit/dra/claim_test_support.h"
 #include "unit/dra/h100_mig_facts.h"
 #include "unit/nvml/fake_fleet.h"
@@ -275,6 +280,58 @@ TEST_F(DraDynamicMigPrepare, ARestartDestroysWhatKgpuMadeForNoPreparedClaimAndNo
   ASSERT_TRUE(store->unprepare(uid(1)));
   ASSERT_EQ(instances().size(), 1u);
   EXPECT_TRUE(node_.nvml().mig_mode(*gpu)->current);
+}
+
+// A real SIGKILL between the GPU instance's creation and the compute instance's: a forked copy of
+// this process prepares while the fake NVML holds its compute-instance create
+// (KGPU_FAKE_NVML_BLOCK_CI_CREATE), and is killed there. The fake keeps its MIG state in a file
+// (KGPU_FAKE_NVML_MIG_STATE, as a driver outlives the process), so this process, reading it back,
+// sees the orphan GPU instance; the restarted store destroys it from the checkpoint's intent.
+TEST_F(DraDynamicMigPrepare, ASigkillInsideTheCreateLeavesNoOrphanAfterTheRestart) {
+  const std::string state = (dir_.path / "fake-mig-state").string();
+  const std::string gate = (dir_.path / "ci-gate").string();
+  ::setenv("KGPU_FAKE_NVML_MIG_STATE", state.c_str(), 1);
+  ::setenv("KGPU_FAKE_NVML_BLOCK_CI_CREATE", gate.c_str(), 1);
+  serve(1, {name(k3g4)});
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = open();
+    (void)store->prepare(ref(1));  // blocks in the compute-instance create until killed
+    ::_exit(3);
+  }
+  const bool blocked = test::eventually([&] { return fs::exists(gate + ".blocked"); }, std::chrono::seconds(20));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(blocked) << "the child never reached the compute-instance create";
+  ASSERT_TRUE(WIFSIGNALED(status));
+  std::ofstream(gate).flush();  // open the gate for this process
+
+  // This process reads the fake's state again: the orphan GPU instance, no compute instance.
+  node_.nvml().shutdown();
+  ASSERT_TRUE(node_.nvml().init());
+  auto orphan = instances();
+  ASSERT_EQ(orphan.size(), 1u);
+  EXPECT_EQ(orphan[0].start, k3g4.start);
+  auto on_disk = parse_checkpoint(read(options().checkpoint_path));
+  ASSERT_TRUE(on_disk) << on_disk.error().message;
+  ASSERT_EQ(on_disk->mig_instances.size(), 1u) << "the intent was durable before NVML was asked";
+  EXPECT_FALSE(on_disk->mig_instances[0].made);
+  EXPECT_TRUE(on_disk->claims.empty());
+
+  std::vector<std::string> notes;
+  auto store = open(&notes);
+  EXPECT_TRUE(instances().empty()) << "an orphan instance after the restart";
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("destroyed"), std::string::npos) << notes[0];
+  EXPECT_TRUE(store->mig_instances().empty());
+  // The kubelet retries: prepared now, as if nothing happened.
+  auto prepared = store->prepare(ref(1));
+  EXPECT_TRUE(prepared) << prepared.error().message;
+  EXPECT_EQ(instances().size(), 1u);
+  ::unsetenv("KGPU_FAKE_NVML_MIG_STATE");
+  ::unsetenv("KGPU_FAKE_NVML_BLOCK_CI_CREATE");
 }
 
 TEST(DraCheckpointMig, RecordsRoundTripAndAFileWithoutThemLoads) {
