@@ -356,6 +356,11 @@ TEST(DraCheckpointMig, RecordsRoundTripAndAFileWithoutThemLoads) {
   std::string edited = checkpoint_text(c);
   edited.replace(edited.find("MIG-x"), 5, "MIG-y");
   EXPECT_FALSE(parse_checkpoint(edited));
+  // The fuzz seed with the section is a checkpoint this kgpu reads.
+  auto seed = parse_checkpoint(read(std::string(KGPU_FIXTURES_DIR) + "/../fuzz/corpus/claim/checkpoint-mig.json"));
+  ASSERT_TRUE(seed) << seed.error().message;
+  EXPECT_EQ(seed->mig_instances.size(), 2u);
+  EXPECT_EQ(seed->claims.size(), 1u);
 }
 
 }  // namespace
