@@ -160,15 +160,22 @@ Result<DynamicMigPrepare> ClaimStore::begin_dynamic_mig(const ResourceClaim& cla
       }
     }
     std::vector<MigInstanceRecord> added;
-    for (const auto& [device, where] : placements) {
+    for (const auto& placement : placements) {
+      // Not a structured binding: lambdas capture it below (clang 14, the fuzz build, refuses that).
+      const std::string& device = placement.first;
+      const MigPlacement& where = placement.second;
       const bool recorded = std::any_of(mig_records_.begin(), mig_records_.end(), [&](const MigInstanceRecord& r) {
         return r.claim_uid == uid && r.device == device && r.made;
       });
       if (recorded) continue;  // made for this claim before (its spec went missing): used again
-      // A record left without `made` by this claim's earlier try is an intent no restart cleaned:
-      // taken over, as its placement is the same.
-      std::erase_if(mig_records_,
-                    [&](const MigInstanceRecord& r) { return r.claim_uid == uid && r.device == device && !r.made; });
+      // An intent of an earlier try that the start-up clean-up could not resolve: its instance may
+      // exist, so the record stays and this prepare waits (the next start retries the clean-up).
+      const bool unresolved = std::any_of(mig_records_.begin(), mig_records_.end(), [&](const MigInstanceRecord& r) {
+        return r.claim_uid == uid && r.device == device && !r.made;
+      });
+      if (unresolved)
+        return Error::unavailable(who + ": dynamic MIG device " + device +
+                                  " has an instance from an earlier try that could not be cleaned up; see the log");
       MigInstanceRecord record;
       record.claim_uid = uid;
       record.device = device;
