@@ -12,6 +12,9 @@
 //    failure in between leaves it recorded for the kubelet's retry); an unknown UID is fine (the
 //    kubelet retries and cleans up after restarts), and its spec file is removed too in case a
 //    crash left one behind.
+// Dynamic MIG placements (NodeDevices::dynamic_mig, issue 42) get their GPU and compute instance
+// inside prepare, before the CDI spec (claim_store_dynamic_mig.cpp), and lose them inside unprepare
+// before the claim is forgotten; the checkpoint records each instance's intent before NVML is asked.
 // The sharing a prepared claim needs (time-slice settings, an MPS daemon) is returned to the
 // caller, who applies it on prepare and undoes it with what unprepare returns.
 // Time-slice resets are the store's record, not the caller's memory: the unprepare that forgets a
