@@ -25,7 +25,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-class DraDynamicMigE2E : public DraSimE2E {
+class DraDynamicMigPrepareE2E : public DraSimE2E {
  protected:
   PluginOptions options(const FakeApiServer& api) {
     PluginOptions o = dra_options(api, "0");
@@ -53,7 +53,7 @@ class DraDynamicMigE2E : public DraSimE2E {
   std::string gate = work.file("ci-create-gate");
 };
 
-TEST_F(DraDynamicMigE2E, PlacementsGetInstancesUnprepareEmptiesAndAKillMidCreateLeavesNoOrphan) {
+TEST_F(DraDynamicMigPrepareE2E, PlacementsGetInstancesUnprepareEmptiesAndAKillMidCreateLeavesNoOrphan) {
   fs::create_directories(cdi_dir);
   open_gate();
   FakeApiServer api("node-1", {});
