@@ -55,9 +55,14 @@ DynamicMigSelection select_dynamic_mig(const Inventory& inventory, const std::ve
       not_dynamic(g, "its device minor is unknown (placement names carry it)");
       continue;
     }
+    // Named up to three, counted beyond: a GPU of seven 1g instances makes a long log line.
     std::string foreign;
-    for (const auto& m : g.mig_devices)
-      if (!kgpu_created.contains(m.uuid)) foreign += (foreign.empty() ? "" : ", ") + m.uuid + " (" + m.profile + ")";
+    size_t count = 0;
+    for (const auto& m : g.mig_devices) {
+      if (kgpu_created.contains(m.uuid)) continue;
+      if (++count <= 3) foreign += (foreign.empty() ? "" : ", ") + m.uuid + " (" + m.profile + ")";
+    }
+    if (count > 3) foreign += " and " + std::to_string(count - 3) + " more";
     if (!foreign.empty()) {
       not_dynamic(g, "it holds MIG instances kgpu did not create (" + foreign +
                          "); kgpu neither destroys them nor places instances around them");
