@@ -314,9 +314,13 @@ case "$mode" in
     expect_failure "NVIDIA DRA ComputeDomains" "resources.computeDomains.enabled" \
       "does not implement NVIDIA's ComputeDomains" -- \
       "$renderer" -f "$deploy_tests/bad/values-nvidia-dra-compute-domains.yaml" "$chart"
-    expect_failure "NVIDIA DRA feature gate" "featureGates.DynamicMIG: true is not supported" \
-      "kgpu publishes the MIG devices that exist" -- \
+    expect_failure "NVIDIA DRA feature gate" "featureGates.PassthroughSupport: true is not supported" \
+      "kgpu does not publish VFIO" -- \
       "$renderer" -f "$deploy_tests/bad/values-nvidia-dra-feature-gate.yaml" "$chart"
+    expect_failure "NVIDIA's DynamicMIG gate against kgpu's key" "featureGates.DynamicMIG: false contradicts dra.migDynamic" -- \
+      "$renderer" -f "$deploy_tests/bad/values-dra-mig-dynamic-contradiction.yaml" "$chart"
+    expect_failure "dynamic MIG without DRA" "dra.migDynamic: dynamic MIG is a DRA feature" -- \
+      "$renderer" -f "$deploy_tests/bad/values-dra-mig-dynamic-without-dra.yaml" "$chart"
     expect_failure "NVIDIA DRA kubelet folders" "kubeletPlugin.kubeletPluginsDirectoryPath" \
       "/var/lib/k0s/kubelet/plugins" "the only one the chart mounts" -- \
       "$renderer" -f "$deploy_tests/bad/values-nvidia-dra-kubelet-root.yaml" "$chart"

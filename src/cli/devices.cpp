@@ -327,7 +327,7 @@ int run_devices(const DevicesArgs& args) {
     std::cerr << "kgpu devices --live: cannot reach the running plugin for " << unreachable
               << " resource(s) under " << kgpu::server::plugin_dir_of(config.kubelet_socket)
               << " (is kgpu plugin running with this --kubelet-socket?)\n";
-  if (args.output == "dra") return kgpu::cli::print_dra_slices(config, *inv);
+  if (args.output == "dra") return kgpu::cli::print_dra_slices(config, *inv, nvml);
   // The shared GPUs' memory shares as the running plugin's checkpoint records them.
   std::vector<kgpu::dra::SharedGpuUse> shares;
   if (args.live && config.dra.enabled) {

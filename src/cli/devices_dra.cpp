@@ -1,5 +1,7 @@
 #include "cli/devices_dra.h"
 
+#include "cli/dynamic_mig_facts.h"
+
 #include <unistd.h>
 
 #include <cctype>
@@ -29,7 +31,7 @@ std::string node_name() {
 
 }  // namespace
 
-int print_dra_slices(const Config& config, const Inventory& inventory) {
+int print_dra_slices(const Config& config, const Inventory& inventory, const std::shared_ptr<NvmlLibrary>& nvml) {
   // As the daemon would publish them under this config's kgpu.dra.* (vendors, gpus, driver names),
   // whether or not kgpu.dra.enabled is set yet.
   dra::SliceOptions options;
@@ -44,11 +46,22 @@ int print_dra_slices(const Config& config, const Inventory& inventory) {
   options.memory_shared_gpus = std::move(memory_shares.gpus);
   options.memory_policy = memory_shares.memory_policy;
   options.multiprocessors_default = memory_shares.multiprocessors_default;
+  // Instances kgpu created are known to the running daemon's claim store only: here every instance
+  // on a named GPU counts as foreign (the GPU is shown static, with the warning saying so).
+  const auto dynamic = DynamicMigFacts().select(config, inventory, nvml, {});
+  options.dynamic_mig = dra::dynamic_mig_layouts(dynamic);
   auto publication = dra::build_publication(inventory, options);
   if (!publication) {
     std::cerr << publication.error().message << " (set NODE_NAME)\n";
     return 1;
   }
+  for (const auto& w : dynamic.warnings) publication->warnings.push_back(w);
+  for (const auto& layout : options.dynamic_mig)
+    publication->notes.push_back(layout.gpu_uuid + ": dynamic MIG (kgpu.dra.mig.dynamic): " +
+                                 std::to_string(layout.devices.size()) + " devices (" +
+                                 (!layout.devices.empty() && layout.devices.front().profile.empty() ? "the full GPU and " : "") +
+                                 "every placement) consuming counter set " + layout.counter_set + " (" +
+                                 std::to_string(layout.counters.size()) + " counters)");
   for (auto& note : memory_shares.notes) publication->notes.push_back(std::move(note));
   nlohmann::json list{{"apiVersion", "v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
   for (const auto& entry : share.unmatched)

@@ -1,12 +1,22 @@
 #pragma once
 // `kgpu devices -o dra`: the ResourceSlices kgpu would publish as a DRA driver for this node.
+#include <memory>
+
 #include "config/config.h"
 #include "core/inventory.h"
+
+namespace kgpu {
+class NvmlLibrary;
+}
 
 namespace kgpu::cli {
 
 // Prints a v1 List of ResourceSlices (pool = NODE_NAME, else the host name) on stdout and what was
 // left out ("note: ...") on stderr. Returns the exit code: 1 when the node name is unusable.
-int print_dra_slices(const Config& config, const Inventory& inventory);
+// kgpu.dra.mig.dynamic: `nvml` is asked for the named GPUs' MIG profiles; each dynamic GPU is
+// noted with its devices and counter set, and each named GPU that is not dynamic is a warning
+// saying why. Counter sets go out in the combined layout (each in its GPU's slice, as Kubernetes
+// before 1.35 reads them; the daemon splits them for 1.35 and later).
+int print_dra_slices(const Config& config, const Inventory& inventory, const std::shared_ptr<NvmlLibrary>& nvml);
 
 }  // namespace kgpu::cli

@@ -1,5 +1,6 @@
 #include "cli/dra_wiring.h"
 
+#include "cli/dynamic_mig_facts.h"
 #include "cli/share_daemon_watch.h"
 
 #include <spdlog/spdlog.h>
@@ -112,6 +113,16 @@ struct DraWiring::Impl {
   std::unique_ptr<ShareDaemonWatch> share_watch;     // the daemons of GPUs with shares (start(): replans)
   std::string mps_root;
   std::shared_ptr<const Inventory> last_inventory;  // under mu: for the share metrics
+  // kgpu.dra.mig.dynamic (loop thread only): NVML's profiles of the named GPUs, and what was logged.
+  std::function<std::shared_ptr<NvmlLibrary>()> nvml_source;
+  DynamicMigFacts dynamic_mig;
+  std::vector<std::string> last_dynamic_warnings;
+
+  // The MIG uuids of the instances kgpu created for prepared claims: their GPUs stay dynamic and
+  // they are published as the placement device at their position, not as static MIG devices.
+  // Issue 42's prepare side records them in the claim store; until that is merged this is empty,
+  // and an instance on a dynamic GPU counts as one kgpu did not create (the GPU goes out static).
+  std::set<std::string> kgpu_created_mig_uuids() const { return {}; }
 
   // The daemon of each GPU with prepared memory shares is watched; while it is not ready its GPU's
   // devices are tainted (dra::taint_gpus_without_share_daemon).
@@ -133,6 +144,10 @@ struct DraWiring::Impl {
   // Notes on kgpu.dra.sharing.memory (entries matching nothing, GPUs in MIG mode), logged when they change.
   void note_share_problems(const std::vector<std::string>& notes) { log_new(notes, last_share_notes, "DRA memory shares"); }
   // The publication's warnings (API limits kept by leaving attributes or devices out), logged when new.
+  // Why named GPUs are not dynamic, logged when new.
+  void note_dynamic_mig_warnings(const std::vector<std::string>& warnings) {
+    log_new(warnings, last_dynamic_warnings, "DRA dynamic MIG");
+  }
   void note_publication_warnings(const std::vector<std::string>& warnings) {
     log_new(warnings, last_publication_warnings, "DRA slices");
   }
@@ -312,6 +327,7 @@ Status DraWiring::start(server::Daemon& daemon) {
   // Prepares follow the slices: once shared GPUs go out whole, plan again so the claim stores see
   // them whole too (a claim allocated one then is exclusive, not refused for its missing shareID).
   s.publisher->on_shares_refused([impl = &s] { impl->replan(); });
+  s.publisher->on_counters_refused([impl = &s] { impl->replan(); });
   s.share_watch = std::make_unique<ShareDaemonWatch>([impl = &s] { impl->replan(); });
   s.publisher->start();
   s.publisher->start_watch();  // puts back a slice someone else deletes or edits
@@ -362,6 +378,10 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
   options.memory_shared_gpus = std::move(shares.gpus);
   options.memory_policy = shares.memory_policy;
   options.multiprocessors_default = shares.multiprocessors_default;
+  const auto dynamic = s.dynamic_mig.select(config, inventory, s.nvml_source ? s.nvml_source() : nullptr,
+                                            s.kgpu_created_mig_uuids());
+  s.note_dynamic_mig_warnings(dynamic.warnings);
+  options.dynamic_mig = dra::dynamic_mig_layouts(dynamic);
   auto publication = dra::build_publication(inventory, options);
   if (!publication) {
     spdlog::error("DRA: cannot build the ResourceSlices: {}", publication.error().message);
@@ -400,9 +420,19 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
     // prepared for a new claim, even one that tolerates the taint.
     // Shared GPUs as the API server holds them: whole once it was found not to keep shares.
     const bool shares_served = !s.publisher || s.publisher->shares_served();
+    // Dynamic GPUs as the API server holds them: their full device only once it was found not to
+    // keep shared counters.
+    const bool counters_served = !s.publisher || s.publisher->counters_served();
     for (const auto& pool : pools)
       if (pool.driver == driver.name)
-        devices->pool = dra::with_share_support(dra::with_taint_support(pool, dra::TaintSupport::Off), shares_served);
+        devices->pool = dra::with_counter_support(
+            dra::with_share_support(dra::with_taint_support(pool, dra::TaintSupport::Off), shares_served),
+            counters_served);
+    if (driver.name == s.slice_options.drivers.nvidia && counters_served)
+      for (const auto& layout : options.dynamic_mig)
+        if (std::any_of(devices->pool.counter_sets.begin(), devices->pool.counter_sets.end(),
+                        [&](const dra::CounterSet& set) { return set.name == layout.counter_set; }))
+          devices->dynamic_mig.push_back(layout);
     devices->config = config;
     devices->inventory = inventory;
     if (driver.name == s.slice_options.drivers.nvidia) devices->driver_files = s.driver_files_for(config, inventory);
@@ -422,6 +452,10 @@ void DraWiring::use_nvml(const std::shared_ptr<NvmlLibrary>& nvml, const Config&
   for (auto& driver : s.drivers)
     if (driver.name == s.slice_options.drivers.nvidia)
       for (const auto& note : driver.store->set_mig_control(*control)) spdlog::warn("DRA {}: {}", driver.name, note);
+}
+
+void DraWiring::set_nvml_source(std::function<std::shared_ptr<NvmlLibrary>()> source) {
+  impl_->nvml_source = std::move(source);
 }
 
 void DraWiring::on_pod_holds(std::function<void(bool)> listener) { impl_->on_pod_holds = std::move(listener); }

@@ -21,6 +21,7 @@
 namespace kgpu {
 class NvmlLibrary;
 }
+
 namespace kgpu::server {
 class Daemon;
 }
@@ -35,6 +36,9 @@ class DraWiring {
   ~DraWiring();
   // The share function for DaemonOptions::api_share.
   std::function<ResourcePlan(const Inventory&, ResourcePlan)> api_share();
+  // Where kgpu.dra.mig.dynamic asks NVML for MIG profiles (the discovery's library; null while none
+  // is loaded). Before start().
+  void set_nvml_source(std::function<std::shared_ptr<NvmlLibrary>()> source);
   // Serves the kubelet plugin on the daemon's transport and starts publishing.
   Status start(server::Daemon& daemon);
   void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);

@@ -141,8 +141,16 @@ std::vector<DriverPool> served_pools(std::vector<DriverPool> pools, const Invent
   std::unordered_set<std::string> owned_uuids;
   for (size_t i = 0; i < inventory.gpus.size() && i < owned.size(); ++i)
     if (owned[i]) owned_uuids.insert(inventory.gpus[i].uuid);
-  for (auto& pool : pools)
+  for (auto& pool : pools) {
     std::erase_if(pool.devices, [&](const DraDevice& d) { return !owned_uuids.contains(gpu_uuid_of(d)); });
+    // A dynamic MIG GPU's counter set goes with its devices.
+    std::erase_if(pool.counter_sets, [&](const CounterSet& set) {
+      return std::none_of(pool.devices.begin(), pool.devices.end(), [&](const DraDevice& d) {
+        return std::any_of(d.consumes_counters.begin(), d.consumes_counters.end(),
+                           [&](const CounterConsumption& c) { return c.counter_set == set.name; });
+      });
+    });
+  }
   return pools;
 }
 

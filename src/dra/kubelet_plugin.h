@@ -16,6 +16,7 @@
 // kubelet cancelled or timed out), is answered with an error without running (the kubelet calls
 // again). The pool's threads exist only while claims are queued or running: the first call starts
 // one and each ends when no claim is ready, so an idle daemon has no thread for them.
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -91,6 +92,9 @@ class KubeletPlugin {
   ClaimHandler handler_;
   std::shared_ptr<rpc::Server> transport_;
   uint64_t dra_listener_ = 0, registration_listener_ = 0;
+  // A call of many claims was answered: the claim threads trim the heap once all idle (calls_'
+  // when_idle). Declared before calls_, whose threads use it.
+  std::atomic<bool> trim_when_idle_{false};
   ClaimCalls calls_;
 
   mutable std::mutex mu_;

@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "core/gpu_architecture.h"
 #include "labels/sanitize.h"
 
 namespace kgpu::labels {
@@ -18,22 +19,10 @@ const std::string kFullGpuCountLabel = "kgpu.io/full-gpu.count";
 // The longest suffix appended to a MIG resource name part (".sharing-strategy").
 constexpr size_t kLongestSuffix = 17;
 
-// GFD's family names from the CUDA compute capability.
+// GFD's family names from the CUDA compute capability; "undefined" where none is known, as GFD writes.
 std::string family(int major, int minor) {
-  switch (major) {
-    case 1: return "tesla";
-    case 2: return "fermi";
-    case 3: return "kepler";
-    case 5: return "maxwell";
-    case 6: return "pascal";
-    case 7: return minor < 5 ? "volta" : "turing";
-    case 8: return minor < 9 ? "ampere" : "ada-lovelace";
-    case 9: return "hopper";
-    case 10:
-    case 12: return "blackwell";
-    case 13: return "rubin";
-    default: return "undefined";
-  }
+  std::string name = architecture_from_compute_capability(major, minor);
+  return name.empty() ? "undefined" : name;
 }
 
 struct Sharing {

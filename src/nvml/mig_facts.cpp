@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/gpu_architecture.h"
 #include "nvml/nvml_abi.h"
 
 namespace kgpu {
@@ -114,23 +115,6 @@ std::optional<std::vector<DeviceNodeRef>> mig_capability_nodes(const MigMinors& 
   if (!g || !c) return std::nullopt;
   return std::vector<DeviceNodeRef>{{fmt::format("/dev/nvidia-caps/nvidia-cap{}", *g)},
                                     {fmt::format("/dev/nvidia-caps/nvidia-cap{}", *c)}};
-}
-
-std::string architecture_from_compute_capability(int major, int minor) {
-  switch (major) {
-    case 1: return "tesla";
-    case 2: return "fermi";
-    case 3: return "kepler";
-    case 5: return "maxwell";
-    case 6: return "pascal";
-    case 7: return minor < 5 ? "volta" : "turing";
-    case 8: return minor < 9 ? "ampere" : "ada-lovelace";
-    case 9: return "hopper";
-    case 10:
-    case 12: return "blackwell";
-    case 13: return "rubin";
-    default: return {};
-  }
 }
 
 std::string architecture_name(unsigned arch, int cc_major, int cc_minor) {

@@ -51,7 +51,6 @@ std::optional<std::vector<DeviceNodeRef>> mig_capability_nodes(const MigMinors& 
 // Lower-case family names as GPU Feature Discovery uses them: "ampere", "ada-lovelace", "hopper".
 // From NVML's architecture enum; falls back to the compute capability when that is unknown.
 std::string architecture_name(unsigned nvml_architecture, int cc_major, int cc_minor);
-std::string architecture_from_compute_capability(int cc_major, int cc_minor);
 
 // "tesla", "nvidia", "geforce-rtx"...; "" for unknown brands.
 std::string brand_name(int nvml_brand);

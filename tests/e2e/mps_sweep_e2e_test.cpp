@@ -46,7 +46,7 @@ TEST_F(MpsSweepE2E, ClaimsUnpreparedWhileTheSupervisorWasKilledLeaveNothingBehin
   options.argv = {kgpu_binary(), "mps-daemon", "--mps-root", root, "--mps-control-binary",
                   std::string(KGPU_FIXTURES_DIR) + "/mps/nvidia-cuda-mps-control", "--claim-shm-size", "4Mi",
                   "--restart-backoff-ms", "50"};
-  constexpr int kKills = 10;
+  constexpr int kKills = 20;  // as issue 38 counted leftovers
   std::vector<int> daemons;  // the fake control daemons the killed supervisors left
   // Whatever a failing run leaves: its mounts and the fake daemons it started.
   struct Cleanup {

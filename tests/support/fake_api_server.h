@@ -69,6 +69,11 @@ class FakeApiServer {
   // with strict field validation; the default), dropped before storing (the gate off), or kept and
   // validated as the API server does.
   enum class ConsumableCapacity { Refused, Stripped, Served };
+  // Partitionable devices on ResourceSlices (spec.sharedCounters, devices' consumesCounters:
+  // KEP-4815, DRAPartitionableDevices): refused as unknown fields (the default), dropped before
+  // storing (the gate off), or kept and validated (counter sets within 1.35's limits; from 1.35 on
+  // a slice holding counter sets may hold no devices).
+  enum class PartitionableDevices { Refused, Stripped, Served };
 
   // port 0: any free port.
   FakeApiServer(std::string node_name, std::map<std::string, std::string> labels, int port = 0)
@@ -252,6 +257,10 @@ class FakeApiServer {
   void set_consumable_capacity(ConsumableCapacity mode) {
     std::lock_guard lock(mu_);
     consumable_capacity_ = mode;
+  }
+  void set_partitionable_devices(PartitionableDevices mode) {
+    std::lock_guard lock(mu_);
+    partitionable_devices_ = mode;
   }
 
   void set_fault(Fault fault) {
@@ -634,7 +643,9 @@ class FakeApiServer {
       json body = json::parse(req.body, nullptr, false);
       if (auto problem = accept_taints(body, version); !problem.empty()) return reject(res, problem);
       strip_consumable_capacity(body, version);
-      if (auto problem = validate_slice(body, version, device_taints_, consumable_capacity_ == ConsumableCapacity::Served);
+      strip_counters(body, version);
+      if (auto problem = validate_slice(body, version, device_taints_, consumable_capacity_ == ConsumableCapacity::Served,
+                                        partitionable_devices_ == PartitionableDevices::Served, kubernetes_minor_);
           !problem.empty())
         return reject(res, problem);
       if (body["metadata"].contains("resourceVersion")) return reject(res, "metadata.resourceVersion must not be set on create");
@@ -659,7 +670,9 @@ class FakeApiServer {
       json body = json::parse(req.body, nullptr, false);
       if (auto problem = accept_taints(body, version); !problem.empty()) return reject(res, problem);
       strip_consumable_capacity(body, version);
-      if (auto problem = validate_slice(body, version, device_taints_, consumable_capacity_ == ConsumableCapacity::Served);
+      strip_counters(body, version);
+      if (auto problem = validate_slice(body, version, device_taints_, consumable_capacity_ == ConsumableCapacity::Served,
+                                        partitionable_devices_ == PartitionableDevices::Served, kubernetes_minor_);
           !problem.empty())
         return reject(res, problem);
       if (body["metadata"]["name"] != name) return reject(res, "metadata.name does not match the path");
@@ -801,7 +814,7 @@ class FakeApiServer {
       for (auto& d : out["spec"]["devices"]) {
         if (version == "v1beta1") {
           nlohmann::json basic = nlohmann::json::object();
-          for (const char* key : {"attributes", "capacity", "taints"})
+          for (const char* key : {"attributes", "capacity", "consumesCounters", "taints"})
             if (d.contains(key)) {
               basic[key] = d[key];
               d.erase(key);
@@ -862,6 +875,63 @@ class FakeApiServer {
     }
   }
 
+  // mu_ held. Before validation: a server with the gate off drops the partitionable-device fields.
+  void strip_counters(nlohmann::json& body, const std::string& version) const {
+    if (partitionable_devices_ != PartitionableDevices::Stripped) return;
+    if (!body.is_object() || !body.contains("spec") || !body["spec"].is_object()) return;
+    body["spec"].erase("sharedCounters");
+    auto& devices = body["spec"]["devices"];
+    if (!devices.is_array()) return;
+    for (auto& d : devices) {
+      if (!d.is_object()) continue;
+      nlohmann::json& fields = version == "v1beta1" && d.contains("basic") && d["basic"].is_object() ? d["basic"] : d;
+      fields.erase("consumesCounters");
+    }
+  }
+
+  // spec.sharedCounters (counters_served): at most 8 sets, each a DNS-label name and 1..32
+  // counters of DNS-label names with quantity values; "" when it passes.
+  static std::string validate_counter_sets(const nlohmann::json& sets) {
+    static const std::regex kLabel("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+    if (!sets.is_array()) return "spec.sharedCounters is not an array";
+    if (sets.size() > 8) return "spec.sharedCounters: must have at most 8 items";
+    std::set<std::string> names;
+    size_t counters = 0;
+    for (const auto& set : sets) {
+      if (!set.is_object() || !set.contains("name") || !set["name"].is_string() ||
+          !std::regex_match(set["name"].get<std::string>(), kLabel))
+        return "spec.sharedCounters[].name is not a DNS label";
+      if (!names.insert(set["name"].get<std::string>()).second) return "spec.sharedCounters[].name is not unique";
+      if (!set.contains("counters") || !set["counters"].is_object() || set["counters"].empty())
+        return "spec.sharedCounters[].counters is required";
+      for (const auto& [name, value] : set["counters"].items())
+        if (!std::regex_match(name, kLabel) || !value.is_object() || !value.contains("value") || !value["value"].is_string())
+          return "spec.sharedCounters[].counters." + name + " is not a DNS-label counter with a quantity value";
+      counters += set["counters"].size();
+    }
+    if (counters > 32) return "spec.sharedCounters: more than 32 counters in one slice";
+    return "";
+  }
+
+  // A device's consumesCounters: at most 2 entries, each naming a counter set, 1..32 counters in all.
+  static std::string validate_consumption(const nlohmann::json& consumes) {
+    if (!consumes.is_array()) return "consumesCounters is not an array";
+    if (consumes.size() > 2) return "consumesCounters: must have at most 2 items";
+    size_t counters = 0;
+    for (const auto& c : consumes) {
+      if (!c.is_object() || !c.contains("counterSet") || !c["counterSet"].is_string() || c["counterSet"].get<std::string>().empty())
+        return "consumesCounters[].counterSet is required";
+      if (!c.contains("counters") || !c["counters"].is_object() || c["counters"].empty())
+        return "consumesCounters[].counters is required";
+      for (const auto& [name, value] : c["counters"].items())
+        if (!value.is_object() || !value.contains("value") || !value["value"].is_string())
+          return "consumesCounters[].counters." + name + " has no quantity value";
+      counters += c["counters"].size();
+    }
+    if (counters > 32) return "consumesCounters: more than 32 counters";
+    return "";
+  }
+
   // capacity.<name>.requestPolicy as Kubernetes validates it: a default and a validRange whose
   // min is required; default within the range (min + k * step) and no more than the capacity.
   static std::string validate_request_policy(const std::string& name, const nlohmann::json& policy,
@@ -915,7 +985,8 @@ class FakeApiServer {
   }
 
   static std::string validate_slice(const nlohmann::json& s, const std::string& version,
-                                    DeviceTaints taints = DeviceTaints::Refused, bool shares_served = false) {
+                                    DeviceTaints taints = DeviceTaints::Refused, bool shares_served = false,
+                                    bool counters_served = false, int kubernetes_minor = 35) {
     const bool taints_served = taints == DeviceTaints::Served || taints == DeviceTaints::NoneEffectRefused;
     using nlohmann::json;
     static const std::regex kDnsLabel("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
@@ -953,8 +1024,14 @@ class FakeApiServer {
     }
     const json& spec = s.value("spec", json());
     if (!spec.is_object()) return "spec is missing";
-    if (auto p = only(spec, {"driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices"}, "spec"); !p.empty())
-      return p;
+    std::set<std::string> spec_fields{"driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices"};
+    if (counters_served) spec_fields.insert("sharedCounters");
+    if (auto p = only(spec, spec_fields, "spec"); !p.empty()) return p;
+    if (spec.contains("sharedCounters")) {
+      if (auto p = validate_counter_sets(spec["sharedCounters"]); !p.empty()) return p;
+      if (kubernetes_minor >= 35 && spec.contains("devices") && spec["devices"].is_array() && !spec["devices"].empty())
+        return "spec: a slice with sharedCounters may not have devices (Kubernetes 1.35)";
+    }
     if (!spec.contains("driver") || !spec["driver"].is_string() || !subdomain(spec["driver"], 63))
       return "spec.driver is not a DNS subdomain of at most 63 characters";
     const json& pool = spec.value("pool", json());
@@ -982,7 +1059,10 @@ class FakeApiServer {
     const json& devices = spec.value("devices", json::array());
     if (!devices.is_array()) return "spec.devices is not an array";
     const bool tainted = std::any_of(devices.begin(), devices.end(), [](const json& d) {
-      return d.is_object() && (d.contains("taints") || (d.contains("basic") && d["basic"].is_object() && d["basic"].contains("taints")));
+      auto has = [&](const char* key) {
+        return d.is_object() && (d.contains(key) || (d.contains("basic") && d["basic"].is_object() && d["basic"].contains(key)));
+      };
+      return has("taints") || has("consumesCounters");
     });
     if (devices.size() > (tainted ? 64u : 128u))
       return tainted ? "spec.devices: must have at most 64 items when a device has taints"
@@ -1002,13 +1082,17 @@ class FakeApiServer {
         std::set<std::string> known{"attributes", "capacity"};
         if (taints_served) known.insert("taints");
         if (shares_served) known.insert("allowMultipleAllocations");
+        if (counters_served) known.insert("consumesCounters");
         if (auto p = only(*fields, known, "spec.devices[].basic"); !p.empty()) return p;
       } else {
         std::set<std::string> known{"name", "attributes", "capacity"};
         if (taints_served) known.insert("taints");
         if (shares_served) known.insert("allowMultipleAllocations");
+        if (counters_served) known.insert("consumesCounters");
         if (auto p = only(d, known, "spec.devices[]"); !p.empty()) return p;
       }
+      if (fields->contains("consumesCounters"))
+        if (auto p = validate_consumption((*fields)["consumesCounters"]); !p.empty()) return "spec.devices[]." + p;
       if (fields->contains("allowMultipleAllocations") && !(*fields)["allowMultipleAllocations"].is_boolean())
         return "spec.devices[].allowMultipleAllocations is not a bool";
       const bool multiple = fields->value("allowMultipleAllocations", false);
@@ -1151,6 +1235,7 @@ class FakeApiServer {
   DeviceTaints device_taints_ = DeviceTaints::Refused;
   int kubernetes_minor_ = 35;
   ConsumableCapacity consumable_capacity_ = ConsumableCapacity::Refused;
+  PartitionableDevices partitionable_devices_ = PartitionableDevices::Refused;
   std::string touch_after_list_;
   SliceCounts slice_counts_;
   std::vector<std::string> slice_rejections_;

@@ -193,7 +193,19 @@ void ClaimCalls::work(Lane which, std::list<std::thread>::iterator self) {
   --l.workers;
   --workers_;
   left_.splice(left_.end(), threads_, self);
+  const bool idle = workers_ == 0 && pending_ == 0 && !stopping_;
   all_left_.notify_all();
+  lock.unlock();
+  // stop() joins this thread before the pool goes away, so `this` outlives the hook.
+  if (idle && options_.when_idle) {
+    try {
+      options_.when_idle();
+    } catch (const std::exception& e) {
+      spdlog::error("DRA: the claim calls' idle hook failed: {}", e.what());
+    } catch (...) {
+      spdlog::error("DRA: the claim calls' idle hook failed");
+    }
+  }
 }
 
 void ClaimCalls::finish_one(const std::shared_ptr<CallState>& call, bool none) {

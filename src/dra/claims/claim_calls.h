@@ -54,6 +54,10 @@ struct ClaimCallsOptions {
   size_t local_threads = 8;  // Local lane: claims of different UIDs handled at once
   // Api lane tasks of one tenant running at once; 0: max_threads - max_threads / 4 (at least 1).
   size_t max_per_tenant = 0;
+  // Run by the last worker as it ends, when no task is queued or running (outside the lock; what it
+  // throws is logged): every claim's closures, each call's request and its answer's text are
+  // released by then, so it is where memory a big call used can be given back to the system.
+  std::function<void()> when_idle{};
 };
 
 // Where a task waits for a thread (above).

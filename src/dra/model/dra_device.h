@@ -64,6 +64,29 @@ inline constexpr std::string_view kTaintNoSchedule = "NoSchedule";
 inline constexpr std::string_view kTaintNoExecute = "NoExecute";
 inline constexpr std::string_view kTaintNone = "None";
 
+// A counter of a shared counter set, or an amount a device consumes of one (KEP-4815, partitionable
+// devices): dynamic MIG's "multiprocessors", "memory-slice-3". Names are DNS labels (hyphens), unlike
+// capacity names.
+struct Counter {
+  std::string name;
+  uint64_t value = 0;  // published as a BinarySI quantity
+  bool operator==(const Counter&) const = default;
+};
+
+// A slice's sharedCounters entry: one GPU's counters the devices of its pool draw from.
+struct CounterSet {
+  std::string name;               // "gpu-0-counter-set"
+  std::vector<Counter> counters;  // sorted by name (byte order, as JSON keys are written)
+  bool operator==(const CounterSet&) const = default;
+};
+
+// A device's consumesCounters entry: what it takes of one counter set while allocated.
+struct CounterConsumption {
+  std::string counter_set;
+  std::vector<Counter> counters;  // sorted by name
+  bool operator==(const CounterConsumption&) const = default;
+};
+
 struct DraDevice {
   std::string name;  // DNS label, unique in the pool ("gpu-0", "gpu-0-mig-1g5gb-13-0")
   // Attributes shared with the other devices of the same GPU (product, versions, PCI, island); may
@@ -77,6 +100,9 @@ struct DraDevice {
   // Health as taints (sorted by key, one per key): an unhealthy device stays published with the
   // reason, and an XID the policy ignores shows as a None taint. Empty for a healthy device.
   std::vector<DeviceTaint> taints{};
+  // Dynamic MIG (issue 42): the counters of the pool's counter sets the device takes, so the
+  // scheduler never allocates two overlapping placements, or a placement and its whole GPU.
+  std::vector<CounterConsumption> consumes_counters{};
 
   // Either list; nullptr when absent.
   const AttributeValue* attribute(std::string_view attribute_name) const {
@@ -97,7 +123,8 @@ struct DraDevice {
     const bool same_gpu = gpu_attributes == o.gpu_attributes ||
                           (gpu_attributes && o.gpu_attributes && *gpu_attributes == *o.gpu_attributes);
     return name == o.name && same_gpu && attributes == o.attributes && capacity == o.capacity &&
-           allow_multiple_allocations == o.allow_multiple_allocations && taints == o.taints;
+           allow_multiple_allocations == o.allow_multiple_allocations && taints == o.taints &&
+           consumes_counters == o.consumes_counters;
   }
 };
 
@@ -113,6 +140,8 @@ struct DriverPool {
   std::string driver;  // "gpu.nvidia.com"
   std::string pool;    // the node name
   std::vector<DraDevice> devices;
+  // Shared counter sets (dynamic MIG: one per GPU) the devices' consumes_counters name.
+  std::vector<CounterSet> counter_sets{};
   bool operator==(const DriverPool&) const = default;
 };
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "dra/model/dra_device.h"
+
 namespace kgpu::dra {
 
 // One GPU-instance profile as NVML reports it (nvmlGpuInstanceProfileInfo_t and the placements of
@@ -28,12 +30,6 @@ struct DynamicMigGpuFacts {
   // offered (NVIDIA does the same).
   bool offer_full_gpu = true;
   std::vector<MigProfileFacts> profiles;
-};
-
-struct Counter {
-  std::string name;  // "multiprocessors", "memory-slice-3"
-  uint64_t value = 0;
-  bool operator==(const Counter&) const = default;
 };
 
 struct DynamicMigDevice {

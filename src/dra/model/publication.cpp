@@ -33,7 +33,9 @@ void sort_by_name(Attributes& a) {
 class Builder {
  public:
   Builder(const Inventory& inventory, const SliceOptions& options)
-      : inv_(inventory), options_(options), islands_(nvlink_islands(inventory)) {}
+      : inv_(inventory), options_(options), islands_(nvlink_islands(inventory)) {
+    for (const auto& layout : options.dynamic_mig) dynamic_[layout.gpu_uuid] = &layout;
+  }
 
   Publication build() {
     Publication out;
@@ -62,6 +64,10 @@ class Builder {
         continue;
       }
       auto shared = gpu_attributes(g, i);
+      if (auto dynamic = dynamic_.find(g.uuid); vendor == Vendor::Nvidia && dynamic != dynamic_.end()) {
+        add_dynamic(g, *dynamic->second, shared, pool);
+        continue;
+      }
       if (vendor == Vendor::Nvidia && g.mig_enabled) {
         if (g.mig_devices.empty()) notes_.push_back(g.uuid + ": MIG enabled without MIG devices; nothing to publish");
         for (const auto& m : g.mig_devices) add_mig(g, m, shared, pool);
@@ -104,6 +110,64 @@ class Builder {
                   {"ofaEngines", static_cast<uint64_t>(m.ofa_engines)}};
     add_memory_slices(m, d);
     add_device(std::move(d), m.uuid, pool);
+  }
+
+  // A dynamic MIG GPU (issue 42): its full device and every placement, each consuming its counter
+  // set. Attributes as NVIDIA's DynamicMIG (type, uuid / parentUUID, profile) plus kgpu's index and
+  // minor extras; the placements have no uuid until prepare creates their instance.
+  void add_dynamic(const Gpu& g, const DynamicMigLayout& layout, const std::shared_ptr<const Attributes>& shared,
+                   DriverPool& pool) {
+    if (layout.counters.empty() || layout.devices.empty()) {
+      notes_.push_back(g.uuid + ": dynamic MIG layout without placements; nothing to publish");
+      return;
+    }
+    pool.counter_sets.push_back({layout.counter_set, layout.counters});
+    for (const auto& d : layout.devices) {
+      DraDevice device{d.name, shared, {}, {}};
+      const bool full = d.profile.empty();
+      if (full) {
+        device.attributes = {{"index", int64_t{g.index}}, {"type", std::string(kWholeGpuType)}, {"uuid", g.uuid}};
+        if (g.minor >= 0) device.attributes.push_back({"minor", int64_t{g.minor}});
+      } else {
+        device.attributes = {{"parentIndex", int64_t{g.index}},
+                             {"parentUUID", g.uuid},
+                             {"profile", d.profile},
+                             {"type", std::string("mig")}};
+        if (g.minor >= 0) device.attributes.push_back({"parentMinor", int64_t{g.minor}});
+      }
+      for (const auto& c : d.capacity) {
+        const std::string_view name = dynamic_capacity_name(c.name);
+        if (name.empty()) {
+          notes_.push_back(g.uuid + ": " + d.name + ": capacity " + c.name + " is not in kgpu's vocabulary; left out");
+          continue;
+        }
+        device.capacity.push_back({name, c.value});
+      }
+      std::sort(device.capacity.begin(), device.capacity.end(),
+                [](const Capacity& a, const Capacity& b) { return a.name < b.name; });
+      device.consumes_counters = {{layout.counter_set, d.consumes}};
+      device.taints = taints(dynamic_health(g, d, full), pool.driver, full ? g.uuid : g.uuid + " " + d.name);
+      add_device(std::move(device), g.uuid, pool);
+    }
+  }
+
+  // A GPU-wide mark holds for every device of the GPU; otherwise a placement carries the health of
+  // the instance kgpu created at it (an XID there taints exactly that device), the full GPU its own.
+  static const HealthState& dynamic_health(const Gpu& g, const DynamicMigDevice& d, bool full) {
+    if (!g.health.healthy || full) return g.health;
+    for (const auto& m : g.mig_devices)
+      if (m.gi_profile_id == static_cast<int>(d.profile_id) && m.placement_start == static_cast<int>(d.placement_start))
+        return m.health;
+    return g.health;
+  }
+
+  // The layout's capacity names as literals of the vocabulary (Capacity::name is a string_view).
+  static std::string_view dynamic_capacity_name(const std::string& name) {
+    static constexpr std::string_view kNames[] = {"copyEngines", "decoders",        "encoders",  "jpegEngines",
+                                                  "memory",      "multiprocessors", "ofaEngines"};
+    for (std::string_view n : kNames)
+      if (n == name) return n;
+    return {};
   }
 
   // NVIDIA's memorySlice<i> capacities, one per memory slice the GPU instance covers: selectors and
@@ -252,6 +316,7 @@ class Builder {
   const Inventory& inv_;
   const SliceOptions& options_;
   const std::vector<std::string> islands_;
+  std::map<std::string, const DynamicMigLayout*> dynamic_;  // options_.dynamic_mig by GPU uuid
   std::vector<const std::string*> ids_;  // the inventory ID of each device of the pool being built
   std::vector<std::string> notes_;
   std::vector<std::string> warnings_;

@@ -15,6 +15,7 @@
 #include "core/inventory.h"
 #include "core/result.h"
 #include "dra/model/dra_device.h"
+#include "dra/model/dynamic_mig.h"
 
 namespace kgpu::dra {
 
@@ -45,6 +46,14 @@ struct DriverNames {
 inline constexpr std::string_view kShareableGpuType = "gpu-share";
 inline constexpr std::string_view kWholeGpuType = "gpu";
 
+// Where a pool's shared counter sets go (dynamic MIG), as NVIDIA's driver chooses by the API
+// server's version:
+//   Combined (< 1.35): each counter set in one slice with the devices consuming it (1.34's
+//     allocator looks for a device's counter set in the device's own slice).
+//   Split (>= 1.35): counter sets in slices of their own, the devices in others (1.35 refuses a
+//     slice holding both).
+enum class CounterLayout { Combined, Split };
+
 struct SliceOptions {
   std::string node_name;  // the pool name and spec.nodeName
   std::string node_uid;   // the Node's metadata.uid for the owner reference; empty leaves it out
@@ -62,6 +71,13 @@ struct SliceOptions {
   std::set<std::string> memory_shared_gpus;
   CapacityRequestPolicy memory_policy;
   uint64_t multiprocessors_default = 0;
+  // GPUs published for dynamic MIG (kgpu.dra.mig.dynamic; dra/model/dynamic_mig_select.h says
+  // which): each as its layout's devices (the full GPU and every placement) consuming its counter
+  // set, instead of its full device or its static MIG devices. Health taints as for any device; an
+  // XID on an instance kgpu created taints the placement it sits at.
+  std::vector<DynamicMigLayout> dynamic_mig;
+  // Set by the publisher from the API server's version; `kgpu devices -o dra` shows Combined.
+  CounterLayout counter_layout = CounterLayout::Combined;
 };
 
 // Health as device taints, as NVIDIA's DRA driver publishes it (keys in the driver's domain):

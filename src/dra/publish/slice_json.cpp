@@ -13,6 +13,12 @@ nlohmann::json attribute_json(const AttributeValue& v) {
   return {{"version", std::get<VersionString>(v).value}};
 }
 
+nlohmann::json counters_json(const std::vector<Counter>& counters) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& c : counters) out[c.name] = {{"value", binary_si_quantity(c.value)}};
+  return out;
+}
+
 nlohmann::json device_json(const DraDevice& d, SliceApi api) {
   nlohmann::json attributes = nlohmann::json::object();
   if (d.gpu_attributes)
@@ -28,6 +34,12 @@ nlohmann::json device_json(const DraDevice& d, SliceApi api) {
   }
   nlohmann::json fields = {{"attributes", attributes}, {"capacity", capacity}};
   if (d.allow_multiple_allocations) fields["allowMultipleAllocations"] = true;
+  if (!d.consumes_counters.empty()) {
+    nlohmann::json consumes = nlohmann::json::array();
+    for (const auto& c : d.consumes_counters)
+      consumes.push_back({{"counterSet", c.counter_set}, {"counters", counters_json(c.counters)}});
+    fields["consumesCounters"] = std::move(consumes);  // v1beta1 (1.33): in basic as well
+  }
   if (!d.taints.empty()) {
     nlohmann::json taints = nlohmann::json::array();
     for (const auto& t : d.taints) {
@@ -50,8 +62,8 @@ const char* api_version(SliceApi api) {
 
 std::vector<nlohmann::json> resource_slices(const DriverPool& pool, const SliceOptions& options, int64_t generation,
                                             SliceApi api) {
-  const size_t per_slice = max_devices_per_slice(pool);
-  const size_t count = std::max<size_t>(1, (pool.devices.size() + per_slice - 1) / per_slice);
+  const auto parts = slice_parts(pool, options.counter_layout);
+  const size_t count = parts.size();
   std::vector<nlohmann::json> slices;
   slices.reserve(count);
   for (size_t k = 0; k < count; ++k) {
@@ -63,17 +75,22 @@ std::vector<nlohmann::json> resource_slices(const DriverPool& pool, const SliceO
                                                             {"uid", options.node_uid},
                                                             {"controller", true}}});
     nlohmann::json devices = nlohmann::json::array();
-    const size_t end = std::min(pool.devices.size(), (k + 1) * per_slice);
-    for (size_t i = k * per_slice; i < end; ++i) devices.push_back(device_json(pool.devices[i], api));
+    for (size_t i : parts[k].devices) devices.push_back(device_json(pool.devices[i], api));
+    nlohmann::json spec = {{"driver", pool.driver},
+                           {"nodeName", options.node_name},
+                           {"pool", {{"name", pool.pool}, {"generation", generation},
+                                     {"resourceSliceCount", static_cast<int64_t>(count)}}},
+                           {"devices", devices}};
+    if (!parts[k].counter_sets.empty()) {
+      nlohmann::json sets = nlohmann::json::array();
+      for (size_t s : parts[k].counter_sets)
+        sets.push_back({{"name", pool.counter_sets[s].name}, {"counters", counters_json(pool.counter_sets[s].counters)}});
+      spec["sharedCounters"] = std::move(sets);
+    }
     slices.push_back({{"apiVersion", api_version(api)},
                       {"kind", "ResourceSlice"},
                       {"metadata", metadata},
-                      {"spec",
-                       {{"driver", pool.driver},
-                        {"nodeName", options.node_name},
-                        {"pool", {{"name", pool.pool}, {"generation", generation},
-                                  {"resourceSliceCount", static_cast<int64_t>(count)}}},
-                        {"devices", devices}}}});
+                      {"spec", std::move(spec)}});
   }
   return slices;
 }

@@ -39,8 +39,32 @@ DriverPool with_taint_support(DriverPool pool, TaintSupport support);
 DriverPool with_share_support(DriverPool pool, bool served);
 bool has_shared_devices(const DriverPool& pool);
 
-// The ResourceSlice objects for one pool at one generation: as many as the device limit needs (at
-// least one, so an empty pool is still published), named "<node>-<driver>-<n>", owned by the Node.
+// NVIDIA's choice of counter layout by the API server's version: separate counter slices from 1.35
+// on (1.35 refuses a slice holding counter sets and devices), combined before (1.34's allocator
+// looks for a device's counter set in the device's own slice).
+CounterLayout counter_layout_for(int server_major, int server_minor);
+
+// How a pool is cut into slices: which of its counter sets (pool.counter_sets) and devices
+// (pool.devices) each slice holds, by index. Devices without counters first, as many to a slice as
+// the device limit allows (at least one slice, so an empty pool is still published); then the
+// counter sets by `layout` (model/publication.h): Combined, each set in one slice with the devices
+// consuming it; Split, the sets packed into slices of their own (within the counter-set and
+// shared-counter limits) and their devices in others, one GPU's to a slice.
+struct SlicePart {
+  std::vector<size_t> counter_sets;
+  std::vector<size_t> devices;
+};
+std::vector<SlicePart> slice_parts(const DriverPool& pool, CounterLayout layout);
+
+// Where the API server does not keep shared counters (partitionable devices: Kubernetes'
+// DRAPartitionableDevices off, or before 1.33), a pool that has them would let the scheduler hand
+// out overlapping MIG placements: such a server gets each dynamic GPU as its full device only,
+// without counters (no placement), and the claim stores must follow. Pure.
+DriverPool with_counter_support(DriverPool pool, bool served);
+bool has_counters(const DriverPool& pool);
+
+// The ResourceSlice objects for one pool at one generation (slice_parts; options.counter_layout),
+// named "<node>-<driver>-<n>", owned by the Node.
 std::vector<nlohmann::json> resource_slices(const DriverPool& pool, const SliceOptions& options, int64_t generation,
                                             SliceApi api);
 

@@ -435,7 +435,9 @@ Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::Ap
     bool same = false;
     for (TaintSupport support = taint_support();;) {
       const bool shares = shares_served();
-      shaped = desired ? std::optional<DriverPool>(with_share_support(with_taint_support(*desired, support), shares))
+      const bool counters = counters_served();
+      shaped = desired ? std::optional<DriverPool>(with_counter_support(
+                             with_share_support(with_taint_support(*desired, support), shares), counters))
                        : std::nullopt;
       {
         std::lock_guard lock(mu_);
@@ -445,7 +447,7 @@ Status SlicePublisher::pass(const std::vector<DriverPool>& pools, const kube::Ap
       }
       if (same) break;  // the API server already holds this driver's pool
       status = sync_driver(driver, shaped ? &*shaped : nullptr, options, client, deadline);
-      if (!status || (taint_support() == support && shares_served() == shares)) break;
+      if (!status || (taint_support() == support && shares_served() == shares && counters_served() == counters)) break;
       support = taint_support();
     }
     if (same) continue;
@@ -524,6 +526,9 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
                                    const kube::ApiClient& client, const Deadline& deadline) {
   auto chosen = api(client, deadline);
   if (!chosen) return chosen.error();
+  // The counter layout is known once api() read the server's version (the options were taken before).
+  SliceOptions with_layout = options;
+  with_layout.counter_layout = counter_layout();
   const std::string collection = collection_path(*chosen);
   for (int attempt = 0; attempt <= timing_.conflict_retries; ++attempt) {
     auto listed = list(driver, client, deadline);
@@ -534,7 +539,7 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
       auto it = last_generation_.find(driver);
       if (it != last_generation_.end()) min_generation = it->second;
     }
-    const auto diff = diff_slices(desired, std::move(*listed), options, *chosen, min_generation);
+    const auto diff = diff_slices(desired, std::move(*listed), with_layout, *chosen, min_generation);
     bool conflict = false;
     bool reshape = false;  // the server keeps less of the taints than was written: the caller writes again
     size_t done = 0;
@@ -553,11 +558,21 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
       const bool sent_taints = write.kind != SliceWrite::Kind::Delete && write.body.find("\"taints\":") != std::string::npos;
       const bool sent_shares =
           write.kind != SliceWrite::Kind::Delete && write.body.find("\"allowMultipleAllocations\":") != std::string::npos;
+      const bool sent_counters = write.kind != SliceWrite::Kind::Delete &&
+                                 (write.body.find("\"sharedCounters\":") != std::string::npos ||
+                                  write.body.find("\"consumesCounters\":") != std::string::npos);
       if (status == 200 || status == 201 || status == 202 || gone) {
         ++done;
         // Stored without allowMultipleAllocations: the server drops consumable capacity.
         if (sent_shares && answer->body.find("\"allowMultipleAllocations\"") == std::string::npos &&
             lower_share_support("stored " + write.name + " without allowMultipleAllocations")) {
+          reshape = true;
+          break;
+        }
+        // Stored without the counters it carried: the server drops partitionable devices.
+        if (sent_counters && answer->body.find("\"sharedCounters\"") == std::string::npos &&
+            answer->body.find("\"consumesCounters\"") == std::string::npos &&
+            lower_counter_support("stored " + write.name + " without its shared counters")) {
           reshape = true;
           break;
         }
@@ -574,6 +589,14 @@ Status SlicePublisher::sync_driver(const std::string& driver, const DriverPool* 
            answer->body.find("requestPolicy") != std::string::npos) &&
           lower_share_support("refused " + write.name + " with consumable capacity (HTTP " + std::to_string(status) +
                               excerpt(answer->body) + ")")) {
+        reshape = true;
+        break;
+      }
+      if ((status == 400 || status == 422) && sent_counters &&
+          (answer->body.find("sharedCounters") != std::string::npos ||
+           answer->body.find("consumesCounters") != std::string::npos) &&
+          lower_counter_support("refused " + write.name + " with shared counters (HTTP " + std::to_string(status) +
+                                excerpt(answer->body) + ")")) {
         reshape = true;
         break;
       }
@@ -649,8 +672,46 @@ bool SlicePublisher::lower_share_support(const std::string& why) {
   return true;
 }
 
+bool SlicePublisher::counters_served() const {
+  std::lock_guard lock(mu_);
+  return counters_served_;
+}
+
+CounterLayout SlicePublisher::counter_layout() const {
+  std::lock_guard lock(mu_);
+  return counter_layout_;
+}
+
+void SlicePublisher::on_counters_refused(std::function<void()> listener) {
+  std::lock_guard lock(mu_);
+  on_counters_refused_ = std::move(listener);
+}
+
+bool SlicePublisher::lower_counter_support(const std::string& why) {
+  std::function<void()> listener;
+  {
+    std::lock_guard lock(mu_);
+    if (!counters_served_) return false;
+    counters_served_ = false;
+    state_.counters = false;
+    listener = on_counters_refused_;
+  }
+  spdlog::warn("DRA slices: the API server {}; from now on the GPUs of kgpu.dra.mig.dynamic are published as their "
+               "full device only, without MIG placements (restart kgpu once the API server keeps shared counters: "
+               "Kubernetes 1.34+ with the DRAPartitionableDevices feature)",
+               why);
+  if (listener) listener();
+  return true;
+}
+
 void SlicePublisher::check_none_taints(const kube::ApiClient& client, const Deadline& deadline) {
   auto version = read_kubernetes_version(client, deadline.next());
+  {
+    // The same answer says where shared counters go (an unknown version counts as older).
+    std::lock_guard lock(mu_);
+    counter_layout_ = version ? counter_layout_for(version->major, version->minor) : CounterLayout::Combined;
+    state_.counter_layout = counter_layout_;
+  }
   if (version && version->at_least(1, 35)) return;
   {
     std::lock_guard lock(mu_);

@@ -37,6 +37,13 @@
 // kgpu publish the shared GPUs as ordinary exclusive devices (with_share_support) for the rest of the
 // run, say so once, and tell the owner (on_shares_refused), whose prepares must follow suit.
 //
+// Shared counters (dynamic MIG's counter sets, KEP-4815) likewise: they go out in the layout the
+// API server's version needs (counter_layout_for: combined before 1.35, split from 1.35; an unknown
+// version counts as older), and a write answered without the sharedCounters or consumesCounters it
+// carried, or refused (400/422) naming them, makes kgpu publish each dynamic GPU as its full device
+// only (with_counter_support: without counters the scheduler could hand out overlapping
+// placements) for the rest of the run, say so once, and tell the owner (on_counters_refused).
+//
 // Watch (start_watch()): a second thread follows the node's slices (kube/watch_loop.h, filtered to
 // spec.nodeName) and resyncs on every event for a covered driver, so a slice someone else deleted
 // or edited is put back at once rather than at the next change. It is blocked in its read while
@@ -139,6 +146,8 @@ class SlicePublisher {
     bool fighting = false;   // those repairs keep coming: another writer overwrites kgpu's slices (from the pacer)
     TaintSupport taints = TaintSupport::Full;  // what the API server was found to keep of device taints
     bool shares = true;  // the API server keeps consumable capacity (else shared GPUs go out whole)
+    bool counters = true;  // the API server keeps shared counters (else dynamic GPUs go out whole)
+    CounterLayout counter_layout = CounterLayout::Combined;  // from the API server's version
   };
   State state() const;
   // Whether shared GPUs are published with consumable capacity (see above); false for good once
@@ -146,6 +155,11 @@ class SlicePublisher {
   bool shares_served() const;
   // Called (from the worker, without locks held) once when shares_served() turns false.
   void on_shares_refused(std::function<void()> listener);
+  // Whether pools go out with their shared counters (see above); false for good once the API
+  // server showed it does not keep them.
+  bool counters_served() const;
+  // Called (from the worker, without locks held) once when counters_served() turns false.
+  void on_counters_refused(std::function<void()> listener);
   // Blocks until the latest publish() is in the API server, or `timeout` passes (false then).
   bool wait_synced(std::chrono::milliseconds timeout) const;
 
@@ -181,6 +195,8 @@ class SlicePublisher {
   // with the API version; an unknown version counts as older).
   void check_none_taints(const kube::ApiClient& client, const Deadline& deadline);
   bool lower_share_support(const std::string& why);  // true when shares were served until now
+  bool lower_counter_support(const std::string& why);  // true when counters were served until now
+  CounterLayout counter_layout() const;
   Result<std::vector<kube::ListedSlice>> list(const std::string& driver, const kube::ApiClient& client,
                                               const Deadline& deadline) const;
   Result<SliceApi> api(const kube::ApiClient& client, const Deadline& deadline);
@@ -227,6 +243,9 @@ class SlicePublisher {
   std::map<std::string, int64_t> last_generation_;  // the highest generation written per driver
   TaintSupport taint_support_ = TaintSupport::Full;  // in state_.taints too
   bool shares_served_ = true;                         // in state_.shares too
+  bool counters_served_ = true;                       // in state_.counters too
+  CounterLayout counter_layout_ = CounterLayout::Combined;  // in state_.counter_layout too
+  std::function<void()> on_counters_refused_;
   bool version_checked_ = false;  // check_none_taints() ran (once per publisher)
   std::function<void()> on_shares_refused_;
   mutable std::atomic<bool> trim_after_pass_{false};  // a large answer was read: give memory back

@@ -125,6 +125,34 @@ void put_taints(std::string& out, const DraDevice& d) {
   out += ']';
 }
 
+// {"<counter>":{"value":"<quantity>"},...}: names sorted as the model keeps them.
+void put_counters(std::string& out, const std::vector<Counter>& counters) {
+  out += '{';
+  for (size_t k = 0; k < counters.size(); ++k) {
+    if (k) out += ',';
+    put_string(out, counters[k].name);
+    out += ":{\"value\":\"";
+    out += binary_si_quantity(counters[k].value);
+    out += "\"}";
+  }
+  out += '}';
+}
+
+// ,"consumesCounters":[{"counterSet":..,"counters":{..}}]
+void put_consumes(std::string& out, const DraDevice& d) {
+  if (d.consumes_counters.empty()) return;
+  out += ",\"consumesCounters\":[";
+  for (size_t k = 0; k < d.consumes_counters.size(); ++k) {
+    if (k) out += ',';
+    out += "{\"counterSet\":";
+    put_string(out, d.consumes_counters[k].counter_set);
+    out += ",\"counters\":";
+    put_counters(out, d.consumes_counters[k].counters);
+    out += '}';
+  }
+  out += ']';
+}
+
 void put_device(std::string& out, const DraDevice& d, SliceApi api) {
   out += '{';
   // allowMultipleAllocations sorts before attributes, as nlohmann's objects order keys.
@@ -133,12 +161,14 @@ void put_device(std::string& out, const DraDevice& d, SliceApi api) {
     out += "\"basic\":{";
     out += shareable;
     put_attributes(out, d);
+    put_consumes(out, d);
     put_taints(out, d);
     out += "},\"name\":";
     put_string(out, d.name);
   } else {
     out += shareable;
     put_attributes(out, d);
+    put_consumes(out, d);
     out += ",\"name\":";
     put_string(out, d.name);
     put_taints(out, d);
@@ -150,13 +180,13 @@ void put_device(std::string& out, const DraDevice& d, SliceApi api) {
 
 std::vector<std::string> resource_slice_texts(const DriverPool& pool, const SliceOptions& options,
                                               int64_t generation, SliceApi api) {
-  const size_t per_slice = max_devices_per_slice(pool);
-  const size_t count = std::max<size_t>(1, (pool.devices.size() + per_slice - 1) / per_slice);
+  const auto parts = slice_parts(pool, options.counter_layout);
+  const size_t count = parts.size();
   std::vector<std::string> texts;
   texts.reserve(count);
   for (size_t k = 0; k < count; ++k) {
     std::string out;
-    out.reserve(1024 + 1200 * std::min(pool.devices.size(), per_slice));
+    out.reserve(1024 + 1200 * parts[k].devices.size() + 512 * parts[k].counter_sets.size());
     out += "{\"apiVersion\":";
     put_string(out, api_version(api));
     out += ",\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":";
@@ -169,9 +199,10 @@ std::vector<std::string> resource_slice_texts(const DriverPool& pool, const Slic
       out += "}]";
     }
     out += "},\"spec\":{\"devices\":[";
-    const size_t end = std::min(pool.devices.size(), (k + 1) * per_slice);
-    for (size_t i = k * per_slice; i < end; ++i) {
-      if (i != k * per_slice) out += ',';
+    bool first = true;
+    for (size_t i : parts[k].devices) {
+      if (!first) out += ',';
+      first = false;
       put_device(out, pool.devices[i], api);
     }
     out += "],\"driver\":";
@@ -184,7 +215,22 @@ std::vector<std::string> resource_slice_texts(const DriverPool& pool, const Slic
     put_string(out, pool.pool);
     out += ",\"resourceSliceCount\":";
     put_int(out, static_cast<int64_t>(count));
-    out += "}}}";
+    out += '}';
+    if (!parts[k].counter_sets.empty()) {
+      // "sharedCounters" sorts after "pool"; each set's "counters" before its "name".
+      out += ",\"sharedCounters\":[";
+      for (size_t n = 0; n < parts[k].counter_sets.size(); ++n) {
+        const CounterSet& set = pool.counter_sets[parts[k].counter_sets[n]];
+        if (n) out += ',';
+        out += "{\"counters\":";
+        put_counters(out, set.counters);
+        out += ",\"name\":";
+        put_string(out, set.name);
+        out += '}';
+      }
+      out += ']';
+    }
+    out += "}}";
     texts.push_back(std::move(out));
   }
   return texts;

@@ -134,6 +134,9 @@ const EXPECT = {
   },
   // Only MIG devices of profile 1g.10gb; none where the fleet has none.
   'mig-1g10gb': (fleet) => expectOneWholeEach(fleet, ex.get('mig-1g10gb'), fleet.devices.filter((d) => str(d, 'type') === 'mig' && str(d, 'profile') === '1g.10gb')),
+  // Only MIG devices of profile 3g.40gb (static ones here; a dynamic GPU's placements in
+  // tests/e2e/dra_dynamic_mig_e2e_test.cpp); none where the fleet has none.
+  'mig-3g40gb': (fleet) => expectOneWholeEach(fleet, ex.get('mig-3g40gb'), fleet.devices.filter((d) => str(d, 'type') === 'mig' && str(d, 'profile') === '3g.40gb')),
   // One whole GPU, allocated once, with the claim's opaque config for its request.
   'shared-gpu': async (fleet) => {
     const whole = fleet.devices.filter(isWhole);

@@ -47,6 +47,7 @@ const std::map<std::string, std::string>& levels() {
       {"kgpu", "kgpu: {zzzzzzzzzz: 1}\n"},
       {"kgpu.labels", "kgpu: {labels: {zzzzzzzzzz: 1}}\n"},
       {"kgpu.dra", "kgpu: {dra: {zzzzzzzzzz: 1}}\n"},
+      {"kgpu.dra.mig", "kgpu: {dra: {mig: {zzzzzzzzzz: 1}}}\n"},
       {"kgpu.dra.sharing", "kgpu: {dra: {sharing: {zzzzzzzzzz: 1}}}\n"},
       {"kgpu.dra.sharing.memory", "kgpu: {dra: {sharing: {memory: {zzzzzzzzzz: 1}}}}\n"},
       {"kgpu.dra.sharing.memory.requestPolicy", "kgpu: {dra: {sharing: {memory: {requestPolicy: {zzzzzzzzzz: 1}}}}}\n"},

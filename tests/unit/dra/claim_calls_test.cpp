@@ -101,6 +101,35 @@ TEST(ClaimCallsTest, AHangingClaimDoesNotDelayAnotherClaim) {
   EXPECT_TRUE(test::eventually([&] { return calls.threads() == 0; }, 10s));  // idle: no thread
 }
 
+// when_idle (where the kubelet plugin trims the heap after a big call) runs once every worker has
+// ended, never while a claim still runs, and again after the next burst.
+TEST(ClaimCallsTest, TheIdleHookRunsOnceNoClaimIsQueuedOrRunning) {
+  std::atomic<int> idle{0};
+  std::atomic<int> running_at_idle{-1};
+  Board b;
+  ClaimCallsOptions options;
+  options.when_idle = [&] {
+    std::lock_guard lock(b.mu);
+    running_at_idle = b.in_flight;
+    ++idle;
+    b.cv.notify_all();
+  };
+  ClaimCalls calls(options);
+  b.held = {"hang"};
+  ASSERT_TRUE(calls.submit(b.call({b.task("uid-a", "hang"), b.task("uid-b", "b", Lane::Local)})));
+  ASSERT_TRUE(b.wait([&] { return b.has_run("hang") && b.has_run("b"); }));
+  // "b"'s Local worker has nothing left, but "hang" still runs: not idle.
+  ASSERT_TRUE(b.wait([&] { return b.in_flight == 1; }));
+  ASSERT_TRUE(test::eventually([&] { return calls.threads() == 1; }, 10s));  // "b"'s worker has ended
+  EXPECT_EQ(idle.load(), 0);
+  b.release("hang");
+  ASSERT_TRUE(b.wait([&] { return idle.load() == 1; }));
+  EXPECT_EQ(running_at_idle.load(), 0);
+  EXPECT_EQ(b.calls_done, 1);
+  ASSERT_TRUE(calls.submit(b.call({b.task("uid-c", "c")})));
+  ASSERT_TRUE(b.wait([&] { return idle.load() == 2; }));
+}
+
 // Calls for one claim run one at a time, in arrival order, whatever else runs beside them.
 TEST(ClaimCallsTest, CallsForOneClaimNeverRunAtOnceAndKeepTheirOrder) {
   ClaimCalls calls(ClaimCallsOptions{8, 40s, "kgpu-dra-test"});

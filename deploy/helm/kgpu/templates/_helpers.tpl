@@ -194,6 +194,30 @@ capabilities:
 {{- join "," $entries -}}
 {{- end -}}
 
+{{/* The GPUs published for dynamic MIG as the daemon's comma list (KGPU_DRA_MIG_DYNAMIC): dra.migDynamic
+     (GPU indexes or UUIDs, or [all]), or all for NVIDIA's featureGates.DynamicMIG: true; empty: none. */}}
+{{- define "kgpu.draMigDynamic" -}}
+{{- $gate := toString (get (default dict .Values.featureGates) "DynamicMIG") -}}
+{{- $entries := list -}}
+{{- range .Values.dra.migDynamic -}}
+{{- $entry := toString . | trim -}}
+{{- if or (eq $entry "") (contains "," $entry) -}}
+{{- fail (printf "dra.migDynamic: %q is not a GPU index or UUID, nor all" (toString .)) -}}
+{{- end -}}
+{{- $entries = append $entries $entry -}}
+{{- end -}}
+{{- if and (has "all" $entries) (gt (len $entries) 1) -}}
+{{- fail "dra.migDynamic: either [all] or a list of GPU indexes and UUIDs, not both" -}}
+{{- end -}}
+{{- if and $entries (eq $gate "false") -}}
+{{- fail "featureGates.DynamicMIG: false contradicts dra.migDynamic (kgpu's key for dynamic MIG); keep one of them" -}}
+{{- end -}}
+{{- if and (not $entries) (eq $gate "true") -}}
+{{- $entries = list "all" -}}
+{{- end -}}
+{{- join "," $entries -}}
+{{- end -}}
+
 {{/* dra.driver, checked: a DRA driver name is a DNS subdomain (it is also quoted into the
      DeviceClasses' CEL selectors). */}}
 {{- define "kgpu.draDriver" -}}
@@ -221,6 +245,9 @@ capabilities:
   value: {{ include "kgpu.logLevel" . | quote }}
 - name: KGPU_LOG_FORMAT
   value: {{ .Values.logging.format | quote }}
+{{- if and .Values.dra.migDynamic (not (include "kgpu.draEnabled" .)) }}
+{{- fail "dra.migDynamic: dynamic MIG is a DRA feature; set dra.enabled: true" }}
+{{- end }}
 {{- if include "kgpu.draEnabled" . }}
 # DRA driver (kgpu plugin --dra); it reads ResourceClaims and writes ResourceSlices
 # through the API server with this pod's service account. Part of the config: it
@@ -245,6 +272,12 @@ capabilities:
 {{- if .Values.dra.deviceMetadata }}
 - name: KGPU_DRA_DEVICE_METADATA
   value: "true"
+{{- end }}
+{{- with include "kgpu.draMigDynamic" . }}
+# Dynamic MIG: these GPUs are published as their full device plus every MIG placement;
+# prepare creates the allocated placement's instance, unprepare destroys it.
+- name: KGPU_DRA_MIG_DYNAMIC
+  value: {{ . | quote }}
 {{- end }}
 {{- end }}
 {{- if include "kgpu.mpsDaemon" . }}
@@ -689,7 +722,7 @@ WARNING: the DeviceClasses are {{ $apiVersion }}, which this cluster does not se
   "MPSSupport" (list "true" "false" "kgpu serves MPS claims while mps.enabled")
   "NVMLDeviceHealthCheck" (list "true" "false" "kgpu always watches GPU health (health.disableHealthChecks turns XIDs off)")
   "PassthroughSupport" (list "false" "kgpu does not publish VFIO (passthrough) devices")
-  "DynamicMIG" (list "false" "kgpu publishes the MIG devices that exist; partition GPUs with NVIDIA's MIG manager or nvidia-smi")
+  "DynamicMIG" (list "true" "false" "kgpu publishes every MIG placement with dra.migDynamic")
   "DeviceMetadata" (list "false" "kgpu does not write device metadata")
   "IMEXDaemonsWithDNSNames" (list "true" "false" "ComputeDomains only")
   "ComputeDomainCliques" (list "true" "false" "ComputeDomains only")
