@@ -57,6 +57,8 @@ TEST_F(DraDynamicMigPrepareE2E, PlacementsGetInstancesUnprepareEmptiesAndAKillMi
   fs::create_directories(cdi_dir);
   open_gate();
   FakeApiServer api("node-1", {});
+  api.set_kubernetes_minor(34);  // counters served: the placements are published
+  api.set_partitionable_devices(FakeApiServer::PartitionableDevices::Served);
   auto plugin = start(api);
   sim::DraKubeletSim kubelet(work.path(), 34);
   auto registered = kubelet.wait_for_plugin(20s);
