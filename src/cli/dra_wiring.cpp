@@ -120,9 +120,13 @@ struct DraWiring::Impl {
 
   // The MIG uuids of the instances kgpu created for prepared claims: their GPUs stay dynamic and
   // they are published as the placement device at their position, not as static MIG devices.
-  // Issue 42's prepare side records them in the claim store; until that is merged this is empty,
-  // and an instance on a dynamic GPU counts as one kgpu did not create (the GPU goes out static).
-  std::set<std::string> kgpu_created_mig_uuids() const { return {}; }
+  // The claim stores record them (ClaimStore::created_mig_uuids: prepared claims' and prepares in
+  // flight), so a re-discovery while they exist keeps their GPU dynamic.
+  std::set<std::string> kgpu_created_mig_uuids() const {
+    std::set<std::string> out;
+    for (const auto& driver : drivers) out.merge(driver.store->created_mig_uuids());
+    return out;
+  }
 
   // The daemon of each GPU with prepared memory shares is watched; while it is not ready its GPU's
   // devices are tainted (dra::taint_gpus_without_share_daemon).
