@@ -10,6 +10,7 @@
 // reads the DRA checkpoints too and names each GPU a claim or a pod keeps with the other API than
 // kgpu.dra.gpus says (dra/api_share.h), as the plugin logs it.
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -116,10 +117,10 @@ Causes live_causes(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
   return causes;
 }
 
-// The prepared claims the running plugin's DRA checkpoints record (none when DRA is off or the
-// files cannot be read: said as a problem).
-std::vector<kgpu::dra::PreparedClaim> checkpointed_claims(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
-  std::vector<kgpu::dra::PreparedClaim> out;
+// The running plugin's DRA checkpoints, one per served driver (none when DRA is off; a file that
+// cannot be read is said as a problem).
+std::vector<kgpu::dra::Checkpoint> checkpoints(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
+  std::vector<kgpu::dra::Checkpoint> out;
   for (const auto& driver : kgpu::dra::served_drivers(config.dra)) {
     const std::string path = kgpu::dra::claim_checkpoint_path(config.kubelet_socket, driver);
     auto text = kgpu::read_regular_file(path, kgpu::dra::kMaxCheckpointBytes, kgpu::FollowLinks::No);
@@ -133,8 +134,25 @@ std::vector<kgpu::dra::PreparedClaim> checkpointed_claims(const kgpu::Config& co
       plan.problems.push_back("live: the DRA checkpoint " + path + " is unreadable: " + checkpoint.error().message);
       continue;
     }
-    for (auto& c : checkpoint->claims) out.push_back(std::move(c));
+    out.push_back(std::move(*checkpoint));
   }
+  return out;
+}
+
+// The prepared claims the running plugin's DRA checkpoints record.
+std::vector<kgpu::dra::PreparedClaim> checkpointed_claims(const kgpu::Config& config, kgpu::ResourcePlan& plan) {
+  std::vector<kgpu::dra::PreparedClaim> out;
+  for (auto& checkpoint : checkpoints(config, plan))
+    for (auto& c : checkpoint.claims) out.push_back(std::move(c));
+  return out;
+}
+
+// The dynamic MIG instances the running plugin's checkpoints record (made, or being made).
+std::vector<kgpu::dra::MigInstanceRecord> checkpointed_mig_instances(const kgpu::Config& config,
+                                                                     kgpu::ResourcePlan& plan) {
+  std::vector<kgpu::dra::MigInstanceRecord> out;
+  for (auto& checkpoint : checkpoints(config, plan))
+    for (auto& r : checkpoint.mig_instances) out.push_back(std::move(r));
   return out;
 }
 
@@ -327,7 +345,14 @@ int run_devices(const DevicesArgs& args) {
     std::cerr << "kgpu devices --live: cannot reach the running plugin for " << unreachable
               << " resource(s) under " << kgpu::server::plugin_dir_of(config.kubelet_socket)
               << " (is kgpu plugin running with this --kubelet-socket?)\n";
-  if (args.output == "dra") return kgpu::cli::print_dra_slices(config, *inv, nvml);
+  if (args.output == "dra") {
+    // --live: what the running plugin's claims made, so their GPUs show as the daemon publishes them.
+    std::optional<std::vector<kgpu::dra::MigInstanceRecord>> made;
+    if (args.live && config.dra.enabled) made = checkpointed_mig_instances(config, plan);
+    if (args.live)
+      for (const auto& p : plan.problems) std::cerr << "problem: " << p << "\n";
+    return std::max(rc, kgpu::cli::print_dra_slices(config, *inv, nvml, made));
+  }
   // The shared GPUs' memory shares as the running plugin's checkpoint records them.
   std::vector<kgpu::dra::SharedGpuUse> shares;
   if (args.live && config.dra.enabled) {

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "dra/api_share.h"
+#include "dra/claims/dynamic_mig_use.h"
 #include "dra/model/publication.h"
 #include "dra/publish/pcie_roots.h"
 #include "dra/publish/slice_objects.h"
@@ -31,7 +32,8 @@ std::string node_name() {
 
 }  // namespace
 
-int print_dra_slices(const Config& config, const Inventory& inventory, const std::shared_ptr<NvmlLibrary>& nvml) {
+int print_dra_slices(const Config& config, const Inventory& inventory, const std::shared_ptr<NvmlLibrary>& nvml,
+                     const std::optional<std::vector<dra::MigInstanceRecord>>& live_instances) {
   // As the daemon would publish them under this config's kgpu.dra.* (vendors, gpus, driver names),
   // whether or not kgpu.dra.enabled is set yet.
   dra::SliceOptions options;
@@ -46,9 +48,11 @@ int print_dra_slices(const Config& config, const Inventory& inventory, const std
   options.memory_shared_gpus = std::move(memory_shares.gpus);
   options.memory_policy = memory_shares.memory_policy;
   options.multiprocessors_default = memory_shares.multiprocessors_default;
-  // Instances kgpu created are known to the running daemon's claim store only: here every instance
-  // on a named GPU counts as foreign (the GPU is shown static, with the warning saying so).
-  const auto dynamic = DynamicMigFacts().select(config, inventory, nvml, {});
+  // Instances kgpu created are known from the running daemon's checkpoint only (--live): without it
+  // every instance on a named GPU counts as foreign (the GPU is shown static, the warning says so).
+  const auto dynamic = DynamicMigFacts().select(config, inventory, nvml,
+                                                live_instances ? dra::made_mig_uuids(*live_instances)
+                                                               : std::set<std::string>{});
   options.dynamic_mig = dra::dynamic_mig_layouts(dynamic);
   auto publication = dra::build_publication(inventory, options);
   if (!publication) {
@@ -62,6 +66,9 @@ int print_dra_slices(const Config& config, const Inventory& inventory, const std
                                  (!layout.devices.empty() && layout.devices.front().profile.empty() ? "the full GPU and " : "") +
                                  "every placement) consuming counter set " + layout.counter_set + " (" +
                                  std::to_string(layout.counters.size()) + " counters)");
+  if (live_instances)
+    for (auto& line : dra::dynamic_mig_use(options.dynamic_mig, *live_instances))
+      publication->notes.push_back("live: dynamic MIG: " + std::move(line));
   for (auto& note : memory_shares.notes) publication->notes.push_back(std::move(note));
   nlohmann::json list{{"apiVersion", "v1"}, {"kind", "List"}, {"items", nlohmann::json::array()}};
   for (const auto& entry : share.unmatched)

@@ -4,8 +4,8 @@
 // fake (its MIG state file, KGPU_FAKE_NVML_MIG_STATE, outlives kgpu as a driver's instances do), a
 // fifth that does not fit refused by NVML's placement answer, unprepare leaving the GPU empty, and
 // a SIGKILL between the GPU instance's and the compute instance's creation
-// (KGPU_FAKE_NVML_BLOCK_CI_CREATE) leaving no orphan instance once kgpu is back.
-// It needs the placements published (the publishing side of issue 42); without them it skips.
+// (KGPU_FAKE_NVML_BLOCK_CI_CREATE) leaving no orphan instance once kgpu is back. `kgpu devices -o
+// dra --live` says what each claim made and what is free.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -48,6 +48,26 @@ class DraDynamicMigPrepareE2E : public DraSimE2E {
     return n;
   }
   void open_gate() const { std::ofstream(gate).flush(); }
+  // `kgpu devices -o dra --live` on the plugin's node, config and checkpoint: its notes (stderr).
+  std::string devices_live(const FakeApiServer& api) {
+    const PluginOptions o = options(api);
+    FakeNode node;
+    node.fleet = fleet_path(o.fleet_file);
+    node.root = work.path() + "/node-plugin";  // the tree start_plugin generated for it
+    ProcessOptions cli;
+    cli.argv = {kgpu_binary(), "devices", "-o", "dra", "--live", "--kubelet-socket", plugin_dir + "/kubelet.sock",
+                "--sysfs-root", node.root + "/sys", "--proc-root", node.root + "/proc", "--dev-root", node.root};
+    for (size_t i = 0; i < o.extra_args.size(); ++i) {  // the plugin's flags but where CDI specs go
+      if (o.extra_args[i] == "--cdi-spec-dir") ++i;
+      else cli.argv.push_back(o.extra_args[i]);
+    }
+    cli.env = fake_nvml_env(node);
+    for (const auto& [k, v] : o.env) cli.env[k] = v;
+    cli.env["NODE_NAME"] = "node-1";
+    ChildProcess devices(cli, work.path(), "devices-live");
+    EXPECT_EQ(devices.wait_exit(20s), 0) << devices.stderr_text();
+    return devices.stderr_text();
+  }
 
   std::string state = work.file("fake-mig-state");
   std::string gate = work.file("ci-create-gate");
@@ -65,8 +85,8 @@ TEST_F(DraDynamicMigPrepareE2E, PlacementsGetInstancesUnprepareEmptiesAndAKillMi
   ASSERT_TRUE(registered) << registered.error().message << "\n" << diagnostics(*plugin);
   const std::vector<std::string> plan = {"gpu-0-mig-1g10gb-19-0", "gpu-0-mig-1g10gb-19-1", "gpu-0-mig-2g20gb-14-2",
                                          "gpu-0-mig-3g40gb-9-4"};
-  if (!eventually([&] { return published(api).contains(plan.back()); }, 20s))
-    GTEST_SKIP() << "GPU 0's placements are not published (the publishing side of issue 42 is not in this build)";
+  ASSERT_TRUE(eventually([&] { return published(api).contains(plan.back()); }, 20s))
+      << "GPU 0's placements are not published\n" << diagnostics(*plugin);
 
   for (size_t i = 0; i < plan.size(); ++i) {
     const std::string uid = "uid-" + std::to_string(i);
@@ -77,6 +97,15 @@ TEST_F(DraDynamicMigPrepareE2E, PlacementsGetInstancesUnprepareEmptiesAndAKillMi
                                                  << diagnostics(*plugin);
   }
   EXPECT_EQ(gpu0_instances(), 4u) << read_text(state);
+  // What each claim made, and what is left: the 4 placements fill GPU 0's 8 memory slices.
+  const std::string live = devices_live(api);
+  for (size_t i = 0; i < plan.size(); ++i)
+    EXPECT_NE(live.find(plan[i] + ": made for claim uid-" + std::to_string(i) + ": MIG-"), std::string::npos)
+        << plan[i] << "\n" << live;
+  EXPECT_NE(live.find("(gpu-0-counter-set): 0 of 18 placements free, 4 instances made by kgpu; the full GPU is not"),
+            std::string::npos)
+      << live;
+  EXPECT_EQ(live.find("warning: "), std::string::npos) << live;  // kgpu's instances are not foreign
   // A fifth that does not fit (its slice is the 3g's): NVML's answer, per claim; kgpu runs on.
   api.put_resource_claim(claim("uid-9", "gpu-0-mig-1g10gb-19-6", "uid-9"));
   auto refused = kubelet.prepare(kDraGpuDriver, {{"team-a", "uid-9", "uid-9"}});
