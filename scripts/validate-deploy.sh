@@ -84,6 +84,11 @@ case "$mode" in
     sed 's/"effect":"NoSchedule"/"effect":"Evict"/' "$out/gh200-x4.yaml" > "$out/bad-effect.yaml.txt"
     expect_failure "a taint effect Kubernetes does not know" "/effect must be equal to one of the allowed values" -- \
       validate "$out/bad-effect.yaml.txt"
+    # And partitionable devices (dynamic MIG, issue 42): counter sets and what each device consumes.
+    grep -q '"sharedCounters"' "$out"/*.yaml && grep -q '"consumesCounters"' "$out"/*.yaml ||
+      { echo "FAIL: no golden ResourceSlice has shared counters and devices consuming them" >&2; exit 1; }
+    sed 's/"counterSet":"gpu-0-counter-set"/"counterSet":7/' "$out/hgx-h100-dynamic-mig.yaml" > "$out/bad-counter-set.yaml.txt"
+    expect_failure "a counterSet that is no string" "counterSet must be string" -- validate "$out/bad-counter-set.yaml.txt"
     ;;
   dra-allocator)
     need_node_modules

@@ -16,7 +16,10 @@
 #include "dra/model/slice_limits.h"
 #include "dra/publish/pcie_roots.h"
 #include "dra/publish/slice_objects.h"
+#include "dra/model/dynamic_mig_select.h"
 #include "nvml/discovery.h"
+#include "nvml/dynamic_mig_facts.h"
+#include "nvml/mig_instances.h"
 #include "nvml/nvml_library.h"
 
 namespace kgpu::dra {
@@ -38,8 +41,34 @@ struct FleetPublication {
   Publication publication;
 };
 
+// "hgx-h100-dynamic-mig": hgx-h100 with kgpu.dra.mig.dynamic [all], the profiles read from the fake
+// NVML as the daemon reads them (issue 42), so kubernetes-models judges sharedCounters and
+// consumesCounters too (deploy.slices; the combined layout, which is what v1 slices of < 1.35 hold).
+constexpr std::string_view kDynamicSuffix = "-dynamic-mig";
+
+std::vector<DynamicMigLayout> dynamic_layouts(const std::shared_ptr<NvmlLibrary>& library, const Inventory& inventory) {
+  NvmlLibrary& nvml = *library;
+  auto mig = MigInstances::bind(library);
+  EXPECT_TRUE(mig.ok()) << (mig.ok() ? "" : mig.error().message);
+  if (!mig.ok()) return {};
+  std::map<std::string, DynamicMigProbe> probes;
+  EXPECT_TRUE(static_cast<bool>(nvml.init()));  // discovery's session has ended
+  for (const auto& gpu : inventory.gpus) {
+    auto handle = nvml.device_by_uuid(gpu.uuid);
+    EXPECT_TRUE(handle.ok());
+    if (!handle.ok()) return {};
+    auto profiles = read_dynamic_mig_profiles(nvml, **mig, *handle, gpu.memory_bytes);
+    EXPECT_TRUE(profiles.ok()) << (profiles.ok() ? "" : profiles.error().message);
+    if (profiles.ok()) probes[gpu.uuid].profiles = std::move(*profiles);
+  }
+  nvml.shutdown();
+  return dynamic_mig_layouts(select_dynamic_mig(inventory, {"all"}, probes, {}));
+}
+
 FleetPublication publish_fleet(const std::string& name) {
-  const fs::path fleet = fs::path(KGPU_FIXTURES_DIR) / "fleets" / (name + ".yaml");
+  const bool dynamic = name.ends_with(kDynamicSuffix);
+  const std::string fleet_name = dynamic ? name.substr(0, name.size() - kDynamicSuffix.size()) : name;
+  const fs::path fleet = fs::path(KGPU_FIXTURES_DIR) / "fleets" / (fleet_name + ".yaml");
   const fs::path tree = fs::temp_directory_path() / ("kgpu-dra-golden-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(tree);
   const std::string tool = std::string(KGPU_FAKE_NVML_DIR) + "/kgpu-fake-nvml-fixture";
@@ -64,6 +93,7 @@ FleetPublication publish_fleet(const std::string& name) {
   options.pcie_roots = read_pcie_roots(discovery.sysfs_root, *inventory);
   // hgx-h100's first GPU is published for memory shares (issue 31), so the consumable-capacity fields
   // (and the SM count from the fake's nvmlDeviceGetNumGpuCores) reach kubernetes-models in deploy.slices.
+  if (dynamic) options.dynamic_mig = dynamic_layouts(*nvml, *inventory);
   if (name == "hgx-h100") {
     options.memory_shared_gpus = {inventory->gpus.at(0).uuid};
     options.memory_policy = {uint64_t{1} << 30, uint64_t{1} << 30, uint64_t{1} << 30};
@@ -182,7 +212,8 @@ TEST(SliceApiLimits, CheckerNamesEachBrokenLimit) {
     EXPECT_NE(all.find(expected), std::string::npos) << expected << "\nin:\n" << all;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fleets, GoldenSlices, ::testing::Values("dgx-a100", "a100-mig-mixed", "hgx-h100", "gh200-x4", "h100-mig-7g"),
+INSTANTIATE_TEST_SUITE_P(Fleets, GoldenSlices, ::testing::Values("dgx-a100", "a100-mig-mixed", "hgx-h100", "gh200-x4", "h100-mig-7g",
+                                                           "hgx-h100-dynamic-mig"),
                          [](const auto& case_info) {
                            std::string n = case_info.param;
                            for (auto& ch : n)
