@@ -97,7 +97,7 @@ default
 {{/* Whether MIG may be in use: migStrategy single/mixed in the values or a config. */}}
 {{- define "kgpu.migMayBeEnabled" -}}
 {{- $fromValues := and .Values.migStrategy (ne (toString .Values.migStrategy) "none") -}}
-{{- if or $fromValues (include "kgpu.configSets" (list . "migStrategy" "single|mixed")) -}}true{{- end -}}
+{{- if or $fromValues (include "kgpu.configSets" (list . "migStrategy" "single|mixed")) (include "kgpu.draMigDynamic" .) -}}true{{- end -}}
 {{- end -}}
 
 {{/* Whether a device list strategy matching `strategies` may be in use. Called with (list $ regex). */}}
