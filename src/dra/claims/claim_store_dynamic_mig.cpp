@@ -111,6 +111,11 @@ std::optional<Error> ClaimStore::check_dynamic_whole_gpus_locked(const std::stri
     if (!instances->empty())
       return Error::precondition("GPU " + parent + " cannot be prepared whole: it holds " +
                                  std::to_string(instances->size()) + " MIG instance(s)");
+    // Empty, but MIG mode may be on (an operator's, or a crash between kgpu's last destroy and the
+    // switch): the container would get a GPU CUDA cannot use. Off first, as unprepare leaves it.
+    if (const std::string why = mig_control_->disable_mig_if_empty(parent); !why.empty())
+      return Error::unavailable("GPU " + parent + " cannot be prepared whole: MIG mode could not be switched off (" +
+                                why + ")");
   }
   return std::nullopt;
 }

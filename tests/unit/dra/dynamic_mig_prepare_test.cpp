@@ -228,6 +228,21 @@ TEST_F(DraDynamicMigPrepare, WholeGpuAndPlacementsExcludeEachOther) {
   EXPECT_TRUE(instances().empty());
 }
 
+// MIG mode left on with no instance (an operator's switch, or kgpu killed between its last destroy
+// and the switch): the whole GPU is handed out with MIG off, usable by CUDA.
+TEST_F(DraDynamicMigPrepare, AWholeGpuLeftInMigModeIsSwitchedOffBeforeItIsHandedOut) {
+  auto store = open();
+  const auto gpu = node_.nvml().device_by_uuid(parent());
+  ASSERT_TRUE(gpu);
+  ASSERT_TRUE(control_->enable_mig(parent()));
+  ASSERT_TRUE(node_.nvml().mig_mode(*gpu)->current);
+  serve(1, {kgpu::testing::gpu_name(devices_->inventory, 0)});
+  auto whole = store->prepare(ref(1));
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_TRUE(whole->devices[0].whole_gpu);
+  EXPECT_FALSE(node_.nvml().mig_mode(*gpu)->current);
+}
+
 TEST_F(DraDynamicMigPrepare, ARestartDestroysWhatKgpuMadeForNoPreparedClaimAndNothingElse) {
   std::set<std::string> kept;
   {
