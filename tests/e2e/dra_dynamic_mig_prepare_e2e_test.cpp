@@ -1,6 +1,6 @@
 // End to end, dynamic MIG (issue 42): `kgpu plugin --dra --dra-mig-dynamic 0` on an 8x H100 node
 // of the fake NVML, the kubelet simulator preparing claims for placements the scheduler would
-// pick: 1g.10gb + 1g.10gb + 2g.20gb + 3g.40gb on GPU 0 all prepared with their instances in the
+// pick: 3g.40gb + 2g.20gb + 1g.10gb + 1g.10gb on GPU 0 all prepared with their instances in the
 // fake (its MIG state file, KGPU_FAKE_NVML_MIG_STATE, outlives kgpu as a driver's instances do), a
 // fifth that does not fit refused by NVML's placement answer, unprepare leaving the GPU empty, and
 // a SIGKILL between the GPU instance's and the compute instance's creation
@@ -83,9 +83,11 @@ TEST_F(DraDynamicMigPrepareE2E, PlacementsGetInstancesUnprepareEmptiesAndAKillMi
   sim::DraKubeletSim kubelet(work.path(), 34);
   auto registered = kubelet.wait_for_plugin(20s);
   ASSERT_TRUE(registered) << registered.error().message << "\n" << diagnostics(*plugin);
-  const std::vector<std::string> plan = {"gpu-0-mig-1g10gb-19-0", "gpu-0-mig-1g10gb-19-1", "gpu-0-mig-2g20gb-14-2",
-                                         "gpu-0-mig-3g40gb-9-4"};
-  ASSERT_TRUE(eventually([&] { return published(api).contains(plan.back()); }, 20s))
+  // The placements the scheduler gives 1g, 1g, 2g, 3g claims (first fit, device-name order), prepared
+  // here in the issue's order 3g + 2g + 1g + 1g: prepare takes the placement it is given.
+  const std::vector<std::string> plan = {"gpu-0-mig-3g40gb-9-4", "gpu-0-mig-2g20gb-14-2", "gpu-0-mig-1g10gb-19-0",
+                                         "gpu-0-mig-1g10gb-19-1"};
+  ASSERT_TRUE(eventually([&] { return published(api).contains(plan.front()); }, 20s))
       << "GPU 0's placements are not published\n" << diagnostics(*plugin);
 
   for (size_t i = 0; i < plan.size(); ++i) {
@@ -126,7 +128,7 @@ TEST_F(DraDynamicMigPrepareE2E, PlacementsGetInstancesUnprepareEmptiesAndAKillMi
   // kgpu killed between the GPU instance and its compute instance: the fake keeps the GPU
   // instance (as a driver would), kgpu's checkpoint holds the intent.
   fs::remove(gate);
-  api.put_resource_claim(claim("uid-k", plan.back(), "uid-k"));
+  api.put_resource_claim(claim("uid-k", plan.front(), "uid-k"));
   auto in_flight = std::async(std::launch::async, [&] {
     sim::DraKubeletSim caller(work.path(), 34);
     (void)caller.wait_for_plugin(5s);
