@@ -9,31 +9,11 @@
 
 #include "dra/model/device_names.h"
 #include "dra/model/slice_limits.h"
+#include "e2e/devices_dra_cli.h"
 #include "e2e/harness.h"
 
 namespace kgpu::test {
 namespace {
-
-struct CliRun {
-  std::optional<int> rc;
-  std::string out, err;
-};
-
-CliRun devices_dra(const std::string& fleet, const std::string& node_name) {
-  TempDir work("kgpu-dra");
-  const FakeNode node = make_fake_node(fleet, work.file("node"));
-  ProcessOptions options;
-  // The proc root holds the MIG capability minors: without them MIG devices are Unhealthy and unpublished.
-  options.argv = {kgpu_binary(), "devices", "-o", "dra", "--sysfs-root", node.sysfs_root, "--proc-root", node.proc_root};
-  options.env = fake_nvml_env(node);
-  options.env["NODE_NAME"] = node_name;
-  ChildProcess cli(options, work.path(), "devices");
-  CliRun r;
-  r.rc = cli.wait_exit(20s);
-  r.out = cli.stdout_text();
-  r.err = cli.stderr_text();
-  return r;
-}
 
 TEST(DevicesDraE2E, PrintsTheSlicesOfTheNodesPool) {
   const CliRun r = devices_dra("a100-mig-mixed.yaml", "worker-7");

@@ -14,6 +14,7 @@
 
 #include "dra/model/slice_limits.h"
 #include "e2e/dra_allocation.h"
+#include "e2e/devices_dra_cli.h"
 #include "e2e/dra_fixture.h"
 #include "support/eventually.h"
 #include "support/fake_api_server.h"
@@ -147,30 +148,9 @@ TEST_F(DraDynamicMigE2E, WithoutSharedCountersTheGpusGoOutWhole) {
       << diagnostics(*plugin);
 }
 
-struct CliRun {
-  std::optional<int> rc;
-  std::string out, err;
-};
-
-CliRun devices_dra(const std::string& fleet, const std::string& dynamic) {
-  TempDir work("kgpu-dra-dynmig");
-  const FakeNode node = make_fake_node(fleet, work.file("node"));
-  ProcessOptions options;
-  options.argv = {kgpu_binary(), "devices", "-o",          "dra",           "--sysfs-root", node.sysfs_root,
-                  "--proc-root",  node.proc_root, "--dra-mig-dynamic", dynamic};
-  options.env = fake_nvml_env(node);
-  options.env["NODE_NAME"] = "worker-7";
-  ChildProcess cli(options, work.path(), "devices");
-  CliRun r;
-  r.rc = cli.wait_exit(20s);
-  r.out = cli.stdout_text();
-  r.err = cli.stderr_text();
-  return r;
-}
-
 // `kgpu devices -o dra` shows the dynamic layout: devices, counter sets, and which GPU.
 TEST(DevicesDraDynamicMigE2E, ShowsTheDynamicLayout) {
-  const CliRun r = devices_dra("hgx-h100.yaml", "0,1");
+  const CliRun r = devices_dra("hgx-h100.yaml", "worker-7", {"--dra-mig-dynamic", "0,1"});
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto list = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(list.is_discarded()) << r.out;
@@ -189,7 +169,7 @@ TEST(DevicesDraDynamicMigE2E, ShowsTheDynamicLayout) {
 // A100s: MIG off cannot be dynamic (a reset would be needed), MIG devices an operator made keep
 // their GPU static; each GPU is published as without the key and the warning says why.
 TEST(DevicesDraDynamicMigE2E, SaysWhyAGpuIsNotDynamic) {
-  const CliRun r = devices_dra("a100-mig-mixed.yaml", "all");
+  const CliRun r = devices_dra("a100-mig-mixed.yaml", "worker-7", {"--dra-mig-dynamic", "all"});
   ASSERT_EQ(r.rc, 0) << r.err;
   const auto list = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(list.is_discarded()) << r.out;
