@@ -187,7 +187,10 @@ void mixed_strategy(const Inventory& inventory, const ResourcePlan& plan, Labels
       if (!p.sample) p = {g, &m, 0};
       ++p.count;
     }
-  for (const auto& [name, p] : profiles) {
+  for (const auto& entry : profiles) {
+    // Not a structured binding: the lambda below captures the name (clang 14 refuses that).
+    const std::string& name = entry.first;
+    const auto& p = entry.second;
     std::string resource = "mig-" + name;
     std::replace(resource.begin(), resource.end(), '+', '.');
     const std::string base = "nvidia.com/" + resource;
