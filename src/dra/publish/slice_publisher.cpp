@@ -656,18 +656,24 @@ void SlicePublisher::on_shares_refused(std::function<void()> listener) {
 }
 
 bool SlicePublisher::lower_share_support(const std::string& why) {
+  return lower_support(&SlicePublisher::shares_served_, &State::shares, &SlicePublisher::on_shares_refused_,
+                       "the API server " + why +
+                           "; from now on the GPUs of kgpu.dra.sharing.memory.gpus are published whole, as ordinary "
+                           "exclusive devices (restart kgpu once the API server keeps consumable capacity: Kubernetes "
+                           "1.34+ with the DRAConsumableCapacity feature)");
+}
+
+bool SlicePublisher::lower_support(bool SlicePublisher::*served, bool State::*in_state,
+                                   std::function<void()> SlicePublisher::*on_refused, const std::string& warning) {
   std::function<void()> listener;
   {
     std::lock_guard lock(mu_);
-    if (!shares_served_) return false;
-    shares_served_ = false;
-    state_.shares = false;
-    listener = on_shares_refused_;
+    if (!(this->*served)) return false;
+    this->*served = false;
+    state_.*in_state = false;
+    listener = this->*on_refused;
   }
-  spdlog::warn("DRA slices: the API server {}; from now on the GPUs of kgpu.dra.sharing.memory.gpus are published "
-               "whole, as ordinary exclusive devices (restart kgpu once the API server keeps consumable capacity: "
-               "Kubernetes 1.34+ with the DRAConsumableCapacity feature)",
-               why);
+  spdlog::warn("DRA slices: {}", warning);
   if (listener) listener();
   return true;
 }
@@ -688,20 +694,11 @@ void SlicePublisher::on_counters_refused(std::function<void()> listener) {
 }
 
 bool SlicePublisher::lower_counter_support(const std::string& why) {
-  std::function<void()> listener;
-  {
-    std::lock_guard lock(mu_);
-    if (!counters_served_) return false;
-    counters_served_ = false;
-    state_.counters = false;
-    listener = on_counters_refused_;
-  }
-  spdlog::warn("DRA slices: the API server {}; from now on the GPUs of kgpu.dra.mig.dynamic are published as their "
-               "full device only, without MIG placements (restart kgpu once the API server keeps shared counters: "
-               "Kubernetes 1.34+ with the DRAPartitionableDevices feature)",
-               why);
-  if (listener) listener();
-  return true;
+  return lower_support(&SlicePublisher::counters_served_, &State::counters, &SlicePublisher::on_counters_refused_,
+                       "the API server " + why +
+                           "; from now on the GPUs of kgpu.dra.mig.dynamic are published as their full device only, "
+                           "without MIG placements (restart kgpu once the API server keeps shared counters: "
+                           "Kubernetes 1.34+ with the DRAPartitionableDevices feature)");
 }
 
 void SlicePublisher::check_none_taints(const kube::ApiClient& client, const Deadline& deadline) {

@@ -196,6 +196,10 @@ class SlicePublisher {
   void check_none_taints(const kube::ApiClient& client, const Deadline& deadline);
   bool lower_share_support(const std::string& why);  // true when shares were served until now
   bool lower_counter_support(const std::string& why);  // true when counters were served until now
+  // Both above: a feature the API server does not keep is dropped once (the flag, the slices' state),
+  // with `warning`, and the wiring's listener is told so it plans again.
+  bool lower_support(bool SlicePublisher::*served, bool State::*in_state,
+                     std::function<void()> SlicePublisher::*on_refused, const std::string& warning);
   CounterLayout counter_layout() const;
   Result<std::vector<kube::ListedSlice>> list(const std::string& driver, const kube::ApiClient& client,
                                               const Deadline& deadline) const;
