@@ -114,7 +114,7 @@ struct DraWiring::Impl {
   std::string mps_root;
   std::shared_ptr<const Inventory> last_inventory;  // under mu: for the share metrics
   // kgpu.dra.mig.dynamic (loop thread only): NVML's profiles of the named GPUs, and what was logged.
-  std::function<std::shared_ptr<NvmlLibrary>()> nvml_source;
+  std::shared_ptr<NvmlLibrary> nvml;  // the latest use_nvml() handed over
   DynamicMigFacts dynamic_mig;
   std::vector<std::string> last_dynamic_warnings;
 
@@ -382,7 +382,7 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
   options.memory_shared_gpus = std::move(shares.gpus);
   options.memory_policy = shares.memory_policy;
   options.multiprocessors_default = shares.multiprocessors_default;
-  const auto dynamic = s.dynamic_mig.select(config, inventory, s.nvml_source ? s.nvml_source() : nullptr,
+  const auto dynamic = s.dynamic_mig.select(config, inventory, s.nvml,
                                             s.kgpu_created_mig_uuids());
   s.note_dynamic_mig_warnings(dynamic.warnings);
   options.dynamic_mig = dra::dynamic_mig_layouts(dynamic);
@@ -447,6 +447,7 @@ void DraWiring::on_plan(const Config& config, const Inventory& inventory, const 
 
 void DraWiring::use_nvml(const std::shared_ptr<NvmlLibrary>& nvml, const Config& config) {
   Impl& s = *impl_;
+  s.nvml = nvml;
   if (!nvml || s.mig_bound.exchange(true)) return;
   auto control = dra::NvmlMigControl::bind_initialized(nvml, config.proc_root);
   if (!control) {
@@ -456,10 +457,6 @@ void DraWiring::use_nvml(const std::shared_ptr<NvmlLibrary>& nvml, const Config&
   for (auto& driver : s.drivers)
     if (driver.name == s.slice_options.drivers.nvidia)
       for (const auto& note : driver.store->set_mig_control(*control)) spdlog::warn("DRA {}: {}", driver.name, note);
-}
-
-void DraWiring::set_nvml_source(std::function<std::shared_ptr<NvmlLibrary>()> source) {
-  impl_->nvml_source = std::move(source);
 }
 
 void DraWiring::on_pod_holds(std::function<void(bool)> listener) { impl_->on_pod_holds = std::move(listener); }

@@ -36,13 +36,11 @@ class DraWiring {
   ~DraWiring();
   // The share function for DaemonOptions::api_share.
   std::function<ResourcePlan(const Inventory&, ResourcePlan)> api_share();
-  // Where kgpu.dra.mig.dynamic asks NVML for MIG profiles (the discovery's library; null while none
-  // is loaded). Before start().
-  void set_nvml_source(std::function<std::shared_ptr<NvmlLibrary>()> source);
   // Serves the kubelet plugin on the daemon's transport and starts publishing.
   Status start(server::Daemon& daemon);
   void on_plan(const Config& config, const Inventory& inventory, const ResourcePlan& plan);
-  // The NVML library discovery loaded (null until it has one): the first one is handed to the
+  // The NVML library discovery loaded (null until it has one), before each on_plan: the plans ask it
+  // for the MIG profiles of the GPUs kgpu.dra.mig.dynamic names, and the first one is handed to the
   // NVIDIA driver's claim store for dynamic MIG instances, whose restart clean-up then runs.
   void use_nvml(const std::shared_ptr<NvmlLibrary>& nvml, const Config& config);
   // Called with true while pods hold GPUs the configuration gives DRA (the daemon should plan

@@ -135,8 +135,6 @@ int run_plugin(const PluginArgs& args) {
       return 1;
     }
     dra = std::move(*created);
-    // kgpu.dra.mig.dynamic asks NVML for the named GPUs' MIG profiles through discovery's library.
-    dra->set_nvml_source([discovery] { return discovery->nvml(); });
     options.api_share = dra->api_share();
     // A GPU a pod still holds stays with the device-plugin API; the guard's re-plans move it to
     // DRA once the pod is gone.
